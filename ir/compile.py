@@ -1,0 +1,157 @@
+"""Compile an IR graph into ONNX: each node's prototype lowering emits ONNX nodes."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.graph import Graph, Node, Value
+from tf2ir.ir.onnx_writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
+from tf2ir.ir.prototype import get_prototype, has_prototype
+from tf2ir.ir.tensor import TensorDesc
+
+OPSET = 18
+
+
+def value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
+    if desc.dtype not in ONNX_DTYPES:
+        raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
+    shape = None
+    if desc.shape is not None:
+        shape = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(desc.shape)]
+    return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype], shape)
+
+
+class LowerContext:
+    """What a lowering function sees: the node, its ONNX input/output names, and verbs
+    to emit ONNX nodes and constants. One context per compiled graph."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.nodes: List[onnx.NodeProto] = []
+        self.initializers: Dict[str, np.ndarray] = {}
+        self._taken = {v.name for v in graph.values()}
+        self._const_cache: Dict[tuple, str] = {}
+        self.node: Optional[Node] = None
+
+    # -- names -----------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = f"{self.node.name}/{hint}" if self.node is not None else hint
+        name, i = base, 0
+        while name in self._taken:
+            i += 1
+            name = f"{base}_{i}"
+        self._taken.add(name)
+        return name
+
+    def input(self, index: int) -> str:
+        """The ONNX name of the node's input `index` ('' for an absent optional input)."""
+        if index >= len(self.node.inputs):
+            return ""
+        value = self.node.inputs[index]
+        return "" if value is None else value.name
+
+    def output(self, index: int) -> str:
+        return self.node.outputs[index].name
+
+    def input_desc(self, index: int) -> TensorDesc:
+        return self.node.inputs[index].desc
+
+    def const_input(self, index: int) -> Optional[np.ndarray]:
+        """The numpy value of input `index` when a Const produces it, else None."""
+        if index >= len(self.node.inputs) or self.node.inputs[index] is None:
+            return None
+        return self.node.inputs[index].const_value
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.node.attrs.get(name, default)
+
+    # -- emitting ----------------------------------------------------------------
+    def emit(self, op_type: str, inputs: Sequence[str], outputs: Union[int, Sequence[str]] = 1,
+             domain: str = "", **attrs) -> List[str]:
+        """Append one ONNX node; `outputs` is a count (fresh names) or explicit names."""
+        if isinstance(outputs, int):
+            outputs = [self.fresh(op_type) for _ in range(outputs)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        node = helper.make_node(op_type, list(inputs), list(outputs),
+                                name=self.fresh(op_type + "_node"), domain=domain or None, **attrs)
+        self.nodes.append(node)
+        return list(outputs)
+
+    def constant(self, array: Any, hint: str = "const", dtype: Any = None) -> str:
+        """An initializer holding `array`; small constants are shared."""
+        array = np.asarray(array, dtype=dtype)
+        key = None
+        if array.size <= 64 and array.dtype != np.object_:
+            key = (array.dtype.str, array.shape, array.tobytes())
+            if key in self._const_cache:
+                return self._const_cache[key]
+        name = self.fresh(hint)
+        self.initializers[name] = array
+        if key is not None:
+            self._const_cache[key] = name
+        return name
+
+    def initializer(self, name: str, array: np.ndarray) -> str:
+        self.initializers[name] = array
+        return name
+
+
+def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
+    ctx = LowerContext(graph)
+    for node in graph.nodes:
+        ctx.node = node
+        if not has_prototype(node.op_type) or get_prototype(node.op_type).lower_fn is None:
+            raise ConversionError("IR op has no ONNX lowering", model=model, node=node.name,
+                                  op_type=node.op_type)
+        try:
+            get_prototype(node.op_type).lower_fn(ctx, node)
+        except ConversionError as exc:
+            raise exc.located(model=model, node=node.name, op_type=node.op_type)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise ConversionError(f"lowering to ONNX failed: {exc}", model=model,
+                                  node=node.name, op_type=node.op_type) from exc
+    ctx.node = None
+    return ctx
+
+
+def build_model(graph: Graph, model_name: Optional[str] = None):
+    """Return (ModelProto without initializers, list of used initializers)."""
+    ctx = lower_graph(graph, model=model_name)
+    used = {name for n in ctx.nodes for name in n.input}
+    outputs = [v.name for v in graph.outputs]
+    used.update(outputs)
+    inputs = {v.name for v in graph.inputs}
+    nodes = list(ctx.nodes)
+    # An output that is a graph input or a constant needs a node to produce it under its name.
+    for value in graph.outputs:
+        if value.name in inputs or value.name in ctx.initializers:
+            alias = value.name
+            raise ConversionError(f"output {alias!r} is a graph input or constant; "
+                                  "the converter must insert an Identity", model=model_name)
+    initializers: List[Initializer] = [(n, a) for n, a in ctx.initializers.items() if n in used]
+    onnx_graph = helper.make_graph(
+        nodes, graph.name,
+        [value_info(v.name, v.desc) for v in graph.inputs],
+        [value_info(v.name, v.desc) for v in graph.outputs])
+    model = helper.make_model(onnx_graph, producer_name="tf2ir",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 9
+    return model, initializers
+
+
+def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None) -> onnx.ModelProto:
+    model, initializers = build_model(graph, model_name)
+    write_model(model, initializers, path)
+    return model
+
+
+def compile_to_model(graph: Graph, model_name: Optional[str] = None) -> onnx.ModelProto:
+    """The whole model in memory (initializers copied in): for tests and small graphs."""
+    model, initializers = build_model(graph, model_name)
+    model.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)
+    return model

@@ -1,0 +1,198 @@
+"""Graph, Node and Value: use-def links are kept both ways by the graph's verbs."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from tf2ir.ir.tensor import TensorDesc, dtype_of_numpy
+
+
+class Value:
+    """A tensor flowing in a graph: produced by one node output (or a graph input)."""
+
+    __slots__ = ("name", "desc", "producer", "index", "uses")
+
+    def __init__(self, name: str, desc: TensorDesc, producer: Optional["Node"] = None,
+                 index: int = 0):
+        self.name = name
+        self.desc = desc
+        self.producer = producer
+        self.index = index
+        self.uses: List[Tuple["Node", int]] = []   # (consumer, input position)
+
+    @property
+    def const_value(self) -> Optional[np.ndarray]:
+        """The numpy value when a Const node produces this value, else None."""
+        if self.producer is not None and self.producer.op_type == "Const":
+            return self.producer.attrs["value"]
+        return None
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.desc}"
+
+
+class Node:
+    """One IR operation: op type, ordered inputs (None for an absent optional input),
+    outputs, typed attributes (a dict), and named subgraphs it owns."""
+
+    __slots__ = ("name", "op_type", "inputs", "outputs", "attrs", "subgraphs", "graph")
+
+    def __init__(self, graph: "Graph", name: str, op_type: str):
+        self.graph = graph
+        self.name = name
+        self.op_type = op_type
+        self.inputs: List[Optional[Value]] = []
+        self.outputs: List[Value] = []
+        self.attrs: Dict[str, Any] = {}
+        self.subgraphs: Dict[str, "Graph"] = {}
+
+    def input_desc(self, index: int) -> TensorDesc:
+        return self.inputs[index].desc
+
+    def output_desc(self, index: int) -> TensorDesc:
+        return self.outputs[index].desc
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op_type} '{self.name}'>"
+
+
+class Graph:
+    """An ordered list of nodes with graph inputs and outputs; names are unique per graph."""
+
+    def __init__(self, name: str = "main"):
+        self.name = name
+        self.nodes: List[Node] = []
+        self.inputs: List[Value] = []
+        self.outputs: List[Value] = []
+        self._names: Dict[str, Value] = {}
+        self._node_names: set = set()
+
+    # -- creation --------------------------------------------------------------
+    def unique_name(self, base: str, taken=None) -> str:
+        taken = self._names if taken is None else taken
+        if base not in taken:
+            return base
+        i = 1
+        while f"{base}_{i}" in taken:
+            i += 1
+        return f"{base}_{i}"
+
+    def _new_value(self, name: str, desc: TensorDesc, producer=None, index=0) -> Value:
+        name = self.unique_name(name)
+        value = Value(name, desc, producer, index)
+        self._names[name] = value
+        return value
+
+    def add_input(self, name: str, desc: TensorDesc) -> Value:
+        value = self._new_value(name, desc)
+        self.inputs.append(value)
+        return value
+
+    def add_node(self, op_type: str, inputs: Iterable[Optional[Value]] = (),
+                 attrs: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
+                 num_outputs: int = 1, output_names: Optional[List[str]] = None,
+                 output_descs: Optional[List[TensorDesc]] = None) -> Node:
+        name = name or op_type
+        if name in self._node_names:
+            name = self.unique_name(name, self._node_names)
+        node = Node(self, name, op_type)
+        self._node_names.add(name)
+        node.attrs = dict(attrs or {})
+        for value in inputs:
+            self._append_input(node, value)
+        if output_descs is not None:
+            num_outputs = len(output_descs)
+        for i in range(num_outputs):
+            out_name = output_names[i] if output_names else (name if i == 0 else f"{name}:{i}")
+            desc = output_descs[i] if output_descs else TensorDesc("float32")
+            node.outputs.append(self._new_value(out_name, desc, node, i))
+        self.nodes.append(node)
+        return node
+
+    def add_const(self, array: np.ndarray, name: str = "Const", fmt: str = "ND") -> Value:
+        array = np.asarray(array)
+        desc = TensorDesc(dtype_of_numpy(array.dtype), tuple(array.shape), fmt, fmt)
+        return self.add_node("Const", (), {"value": array}, name, output_descs=[desc]).outputs[0]
+
+    def _append_input(self, node: Node, value: Optional[Value]) -> None:
+        if value is not None:
+            value.uses.append((node, len(node.inputs)))
+        node.inputs.append(value)
+
+    # -- mutation verbs --------------------------------------------------------
+    def set_input(self, node: Node, index: int, value: Optional[Value]) -> None:
+        old = node.inputs[index]
+        if old is not None:
+            old.uses.remove((node, index))
+        if value is not None:
+            value.uses.append((node, index))
+        node.inputs[index] = value
+
+    def replace_all_uses_with(self, old: Value, new: Value) -> None:
+        for node, index in list(old.uses):
+            node.inputs[index] = new
+            new.uses.append((node, index))
+        old.uses.clear()
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    def erase_node(self, node: Node) -> None:
+        for out in node.outputs:
+            if out.uses or out in self.outputs:
+                raise ValueError(f"cannot erase node '{node.name}': its output {out.name} is used")
+        for index, value in enumerate(node.inputs):
+            if value is not None:
+                value.uses.remove((node, index))
+        for out in node.outputs:
+            del self._names[out.name]
+        self._node_names.discard(node.name)
+        self.nodes.remove(node)
+
+    def rename_value(self, value: Value, name: str) -> None:
+        if self._names.get(name) is value:
+            return
+        if name in self._names:
+            raise ValueError(f"value name {name!r} is taken")
+        del self._names[value.name]
+        value.name = name
+        self._names[name] = value
+
+    # -- queries ---------------------------------------------------------------
+    def value(self, name: str) -> Value:
+        return self._names[name]
+
+    def has_value(self, name: str) -> bool:
+        return name in self._names
+
+    def values(self) -> Iterator[Value]:
+        return iter(self._names.values())
+
+    def toposort(self) -> None:
+        """Order nodes so every producer precedes its consumers (stable for sorted input)."""
+        import networkx as nx
+        order = {id(n): i for i, n in enumerate(self.nodes)}
+        dag = nx.DiGraph()
+        dag.add_nodes_from(range(len(self.nodes)))
+        for i, node in enumerate(self.nodes):
+            for value in node.inputs:
+                if value is not None and value.producer is not None:
+                    dag.add_edge(order[id(value.producer)], i)
+        try:
+            ranks = list(nx.lexicographical_topological_sort(dag))
+        except nx.NetworkXUnfeasible:
+            raise ValueError(f"graph {self.name!r} has a cycle") from None
+        self.nodes = [self.nodes[i] for i in ranks]
+
+    def is_topologically_sorted(self) -> bool:
+        seen = set()
+        for node in self.nodes:
+            for value in node.inputs:
+                if value is not None and value.producer is not None and id(value.producer) not in seen:
+                    return False
+            seen.add(id(node))
+        return True
+
+    def __str__(self) -> str:
+        from tf2ir.ir.text import graph_to_text
+        return graph_to_text(self)

@@ -1,0 +1,226 @@
+"""Op prototypes: the Python analogue of REG_OP(...).INPUT(...).OUTPUT(...).ATTR(...).
+
+A prototype declares an IR op's ports (required, optional, dynamic), typed attributes
+with defaults, an inference function (output dtypes and shapes) and an ONNX lowering.
+`opp/` declares which ops exist; this module only knows how a prototype works.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tf2ir.ir.tensor import DTYPES, TensorDesc
+
+REQUIRED = object()  # marks an attribute without a default
+
+ATTR_TYPES = ("int", "float", "bool", "str", "dtype", "shape", "tensor", "func",
+              "ints", "floats", "bools", "strs", "dtypes", "shapes")
+
+
+def _check_scalar(kind: str, value: Any) -> Any:
+    if kind == "int" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if kind == "float" and isinstance(value, (int, float, np.floating, np.integer)) \
+            and not isinstance(value, bool):
+        return float(value)
+    if kind == "bool" and isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if kind in ("str", "func") and isinstance(value, str):
+        return value
+    if kind == "dtype" and isinstance(value, str) and value in DTYPES:
+        return value
+    if kind == "shape" and (value is None or isinstance(value, (list, tuple))):
+        if value is None:
+            return None
+        if all(d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool))
+               for d in value):
+            return tuple(None if d is None else int(d) for d in value)
+    if kind == "tensor" and isinstance(value, np.ndarray):
+        return value
+    raise TypeError(f"expected {kind}, got {type(value).__name__} {value!r:.60}")
+
+
+def check_attr_value(kind: str, value: Any) -> Any:
+    """Return `value` normalised to the attribute type `kind`, or raise TypeError."""
+    if kind not in ATTR_TYPES:
+        raise TypeError(f"unknown attribute type {kind!r}")
+    if kind.endswith("s"):  # the list types
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"expected a list for {kind}, got {type(value).__name__}")
+        return [_check_scalar(kind[:-1], v) for v in value]
+    return _check_scalar(kind, value)
+
+
+def infer_attr_type(value: Any) -> str:
+    """The attribute type of a plain Python value (for attributes a prototype does not declare)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, np.ndarray):
+        return "tensor"
+    if isinstance(value, (list, tuple)):
+        kinds = {infer_attr_type(v) for v in value}
+        if len(kinds) == 1 and next(iter(kinds)) in ("int", "float", "bool", "str"):
+            return next(iter(kinds)) + "s"
+        if not value:
+            return "ints"
+        if kinds <= {"int", "float"}:
+            return "floats"
+    raise TypeError(f"cannot store {type(value).__name__} as an attribute")
+
+
+@dataclass
+class PortSpec:
+    name: str
+    kind: str = "required"           # required | optional | dynamic
+    dtypes: Optional[Tuple[str, ...]] = None
+
+
+@dataclass
+class AttrSpec:
+    name: str
+    type: str
+    default: Any = REQUIRED
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+InferFn = Callable[["Node"], List[TensorDesc]]
+LowerFn = Callable[[Any, "Node"], None]
+
+
+@dataclass
+class OpPrototype:
+    """One IR op's contract. Build it with the chained declaration methods."""
+
+    op_type: str
+    inputs: List[PortSpec] = field(default_factory=list)
+    outputs: List[PortSpec] = field(default_factory=list)
+    attrs: Dict[str, AttrSpec] = field(default_factory=dict)
+    infer_fn: Optional[InferFn] = None
+    lower_fn: Optional[LowerFn] = None
+    doc: str = ""
+    module: str = ""
+
+    # -- declaration (REG_OP style) ----------------------------------------------
+    def input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
+        self.inputs.append(PortSpec(name, "required", tuple(dtypes) if dtypes else None))
+        return self
+
+    def optional_input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
+        self.inputs.append(PortSpec(name, "optional", tuple(dtypes) if dtypes else None))
+        return self
+
+    def dynamic_input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
+        if any(p.kind == "dynamic" for p in self.inputs):
+            raise ValueError(f"{self.op_type}: only one dynamic input group is allowed")
+        self.inputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None))
+        return self
+
+    def output(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
+        self.outputs.append(PortSpec(name, "required", tuple(dtypes) if dtypes else None))
+        return self
+
+    def dynamic_output(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
+        self.outputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None))
+        return self
+
+    def attr(self, name: str, type: str, default: Any = REQUIRED, doc: str = "") -> "OpPrototype":
+        if type not in ATTR_TYPES:
+            raise ValueError(f"{self.op_type}.{name}: unknown attribute type {type!r}")
+        if default is not REQUIRED and default is not None:
+            default = check_attr_value(type, default)
+        self.attrs[name] = AttrSpec(name, type, default, doc)
+        return self
+
+    def infer(self, fn: InferFn) -> InferFn:
+        self.infer_fn = fn
+        return fn
+
+    def lower(self, fn: LowerFn) -> LowerFn:
+        self.lower_fn = fn
+        return fn
+
+    # -- port naming -------------------------------------------------------------
+    @staticmethod
+    def _port_names(specs: List[PortSpec], count: int) -> List[str]:
+        fixed = sum(1 for p in specs if p.kind != "dynamic")
+        names: List[str] = []
+        for spec in specs:
+            if spec.kind == "dynamic":
+                names.extend(f"{spec.name}{i}" for i in range(max(count - fixed, 0)))
+            else:
+                names.append(spec.name)
+        return names
+
+    def input_names(self, count: int) -> List[str]:
+        """Port names for a node with `count` inputs: dynamic ports expand to x0..xN-1."""
+        return self._port_names(self.inputs, count)
+
+    def output_names(self, count: int) -> List[str]:
+        return self._port_names(self.outputs, count)
+
+    def input_spec(self, count: int) -> List[PortSpec]:
+        fixed = sum(1 for p in self.inputs if p.kind != "dynamic")
+        out: List[PortSpec] = []
+        for spec in self.inputs:
+            out.extend([spec] * (max(count - fixed, 0) if spec.kind == "dynamic" else 1))
+        return out
+
+    def accepts_input_count(self, count: int) -> bool:
+        fixed = sum(1 for p in self.inputs if p.kind != "dynamic")
+        has_dynamic = any(p.kind == "dynamic" for p in self.inputs)
+        return count >= fixed if has_dynamic else count == fixed
+
+    def accepts_output_count(self, count: int) -> bool:
+        fixed = sum(1 for p in self.outputs if p.kind != "dynamic")
+        has_dynamic = any(p.kind == "dynamic" for p in self.outputs)
+        return count >= fixed if has_dynamic else count == fixed
+
+
+_PROTOTYPES: Dict[str, OpPrototype] = {}
+
+
+def op_prototype(op_type: str, doc: str = "") -> OpPrototype:
+    """Declare (register) the prototype of IR op `op_type`; declaring one twice is an error."""
+    if op_type in _PROTOTYPES:
+        raise ValueError(f"op prototype {op_type} is declared twice "
+                         f"({_PROTOTYPES[op_type].module} and this one)")
+    import inspect
+    frame = inspect.currentframe().f_back
+    proto = OpPrototype(op_type, doc=doc, module=frame.f_globals.get("__name__", "") if frame else "")
+    _PROTOTYPES[op_type] = proto
+    return proto
+
+
+def _ensure_loaded() -> None:
+    import tf2ir.opp  # noqa: F401  (declares the built-in prototypes)
+
+
+def get_prototype(op_type: str) -> OpPrototype:
+    _ensure_loaded()
+    try:
+        return _PROTOTYPES[op_type]
+    except KeyError:
+        raise KeyError(f"no op prototype for IR op type {op_type!r}") from None
+
+
+def has_prototype(op_type: str) -> bool:
+    _ensure_loaded()
+    return op_type in _PROTOTYPES
+
+
+def registered_prototypes() -> Dict[str, OpPrototype]:
+    _ensure_loaded()
+    return dict(_PROTOTYPES)

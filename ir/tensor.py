@@ -1,0 +1,87 @@
+"""Tensor descriptions: dtype, shape with unknown dims, format and origin format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+# IR dtype names, each with its numpy dtype (None where numpy has none).
+DTYPES = {
+    "float16": np.float16, "float32": np.float32, "float64": np.float64,
+    "bfloat16": None,
+    "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "bool": np.bool_, "string": np.object_,
+    "complex64": np.complex64, "complex128": np.complex128,
+}
+
+FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
+INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+NUMBER_TYPES = FLOAT_TYPES + INT_TYPES
+INDEX_TYPES = ("int32", "int64")
+
+# ND: no format information. HWCN: a TF convolution filter (height, width, in, out).
+FORMATS = ("ND", "NHWC", "NCHW", "HWCN", "NDHWC", "NCDHW", "DHWCN")
+
+Dim = Optional[int]            # None: unknown
+Shape = Optional[Tuple[Dim, ...]]  # None: unknown rank
+
+
+def dtype_of_numpy(dtype: np.dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype == np.object_ or dtype.kind in "SU":
+        return "string"
+    name = dtype.name
+    if name == "bool":
+        return "bool"
+    if name not in DTYPES:
+        raise ValueError(f"numpy dtype {dtype} has no IR dtype")
+    return name
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    np_type = DTYPES.get(dtype)
+    if np_type is None:
+        if dtype == "bfloat16":
+            import ml_dtypes  # shipped with onnx's and tensorflow's dependencies
+            return np.dtype(ml_dtypes.bfloat16)
+        raise ValueError(f"unknown IR dtype {dtype!r}")
+    return np.dtype(np_type)
+
+
+@dataclass
+class TensorDesc:
+    """What is known about a tensor: dtype, shape (None dims unknown), format, origin format."""
+
+    dtype: str
+    shape: Shape = None
+    format: str = "ND"
+    origin_format: str = "ND"
+
+    @property
+    def rank(self) -> Optional[int]:
+        return None if self.shape is None else len(self.shape)
+
+    def is_fully_known(self) -> bool:
+        return self.shape is not None and all(d is not None for d in self.shape)
+
+    def set_format(self, fmt: str, origin: Optional[str] = None) -> None:
+        if fmt not in FORMATS or (origin is not None and origin not in FORMATS):
+            raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        self.format = fmt
+        self.origin_format = origin or fmt
+
+    def shape_text(self) -> str:
+        if self.shape is None:
+            return "[*]"
+        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+    def __str__(self) -> str:
+        text = f"{self.dtype}{self.shape_text()}"
+        if self.format != "ND" or self.origin_format != "ND":
+            text += f" {self.format}"
+            if self.origin_format != self.format:
+                text += f" origin={self.origin_format}"
+        return text

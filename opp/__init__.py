@@ -1,0 +1,4 @@
+"""The operator package: the built-in IR op prototypes, one module per op family, each op
+with its shape/dtype inference and its ONNX lowering."""
+
+from tf2ir.opp import array, math, nn  # noqa: F401  (importing declares the prototypes)

@@ -1,0 +1,346 @@
+"""Array ops: constants, reshaping, slicing, padding, packing, concatenation, casts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, op_prototype
+from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy
+from tf2ir.opp.common import (
+    INT64_MAX, INT64_MIN, cast_from_int64, const_ints, int64_input, normalize_axis, same_as_input,
+)
+
+const = op_prototype("Const", "A constant tensor (its data lives in the weights file).") \
+    .output("y").attr("value", "tensor")
+
+
+@const.infer
+def _infer_const(node):
+    value = node.attrs["value"]
+    desc = node.outputs[0].desc
+    return [TensorDesc(dtype_of_numpy(value.dtype), tuple(value.shape), desc.format, desc.origin_format)]
+
+
+const.lower(lambda ctx, node: ctx.initializer(ctx.output(0), node.attrs["value"]))
+
+identity = op_prototype("Identity", "Returns its input.").input("x").output("y")
+identity.infer(same_as_input)
+identity.lower(lambda ctx, node: ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)]))
+
+cast = op_prototype("Cast", "Converts to `dst_type`.").input("x").output("y").attr("dst_type", "dtype")
+cast.infer(lambda node: [TensorDesc(node.attrs["dst_type"], node.inputs[0].desc.shape)])
+cast.lower(lambda ctx, node: ctx.emit("Cast", [ctx.input(0)], [ctx.output(0)],
+                                      to=ONNX_DTYPES[node.attrs["dst_type"]]))
+
+# -- shapes ---------------------------------------------------------------------------------
+reshape = op_prototype("Reshape", "Gives x the shape `shape` (one -1 dim is inferred).") \
+    .input("x").input("shape", INDEX_TYPES).output("y")
+
+
+@reshape.infer
+def _infer_reshape(node):
+    x, dims = node.inputs[0].desc, const_ints(node, 1)
+    if dims is None:
+        shape_len = node.inputs[1].desc.shape
+        rank = shape_len[0] if shape_len and len(shape_len) == 1 else None
+        return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
+    out = [None if d == -1 else d for d in dims]
+    if -1 in dims and x.is_fully_known():
+        known = int(np.prod([d for d in dims if d != -1]))
+        total = int(np.prod(x.shape))
+        if known == 0 or total % known:
+            raise ConversionError(f"cannot reshape {list(x.shape)} to {dims}")
+        out[dims.index(-1)] = total // known
+    elif x.is_fully_known() and int(np.prod(x.shape)) != int(np.prod(dims)):
+        raise ConversionError(f"cannot reshape {list(x.shape)} ({int(np.prod(x.shape))} values) to {dims}")
+    return [TensorDesc(x.dtype, tuple(out))]
+
+
+@reshape.lower
+def _lower_reshape(ctx, node):
+    dims = const_ints(node, 1)
+    allow_zero = 1 if dims is not None and 0 in dims else None
+    ctx.emit("Reshape", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)], allowzero=allow_zero)
+
+
+squeeze = op_prototype("Squeeze", "Removes size-1 dims (all of them when `axis` is empty).") \
+    .input("x").output("y").attr("axis", "ints", [])
+
+
+@squeeze.infer
+def _infer_squeeze(node):
+    x, axes = node.inputs[0].desc, node.attrs["axis"]
+    if x.shape is None:
+        return [TensorDesc(x.dtype, None)]
+    if not axes:
+        if any(d is None for d in x.shape):
+            raise ConversionError("squeezing all size-1 dims needs a known shape")
+        return [TensorDesc(x.dtype, tuple(d for d in x.shape if d != 1))]
+    axes = {normalize_axis(a, len(x.shape)) for a in axes}
+    for a in axes:
+        if x.shape[a] not in (None, 1):
+            raise ConversionError(f"cannot squeeze dim {a} of size {x.shape[a]}")
+    return [TensorDesc(x.dtype, tuple(d for i, d in enumerate(x.shape) if i not in axes))]
+
+
+@squeeze.lower
+def _lower_squeeze(ctx, node):
+    axes = node.attrs["axis"]
+    if not axes:
+        shape = node.inputs[0].desc.shape
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    ctx.emit("Squeeze", [ctx.input(0), ctx.constant(np.array(axes, np.int64))], [ctx.output(0)])
+
+
+expand_dims = op_prototype("ExpandDims", "Inserts a size-1 dim at `axis`.") \
+    .input("x").input("axis", INDEX_TYPES).output("y")
+
+
+@expand_dims.infer
+def _infer_expand_dims(node):
+    x, axis = node.inputs[0].desc, const_ints(node, 1)
+    if x.shape is None or axis is None:
+        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * (x.rank + 1))]
+    a = normalize_axis(axis[0], len(x.shape) + 1)
+    return [TensorDesc(x.dtype, x.shape[:a] + (1,) + x.shape[a:])]
+
+
+@expand_dims.lower
+def _lower_expand_dims(ctx, node):
+    axis = const_ints(node, 1)
+    if axis is None:
+        raise ConversionError("the axis must be constant")
+    a = normalize_axis(axis[0], node.inputs[0].desc.rank + 1)
+    ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
+
+
+shape_op = op_prototype("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
+    .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
+shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
+
+
+@shape_op.lower
+def _lower_shape(ctx, node):
+    shape = ctx.emit("Shape", [ctx.input(0)])[0]
+    cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
+
+
+transpose = op_prototype("Transpose", "Permutes dims by `perm`.") \
+    .input("x").input("perm", INDEX_TYPES).output("y")
+
+
+@transpose.infer
+def _infer_transpose(node):
+    x, perm = node.inputs[0].desc, const_ints(node, 1)
+    if perm is None:
+        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank)]
+    shape = None if x.shape is None else tuple(x.shape[p] for p in perm)
+    return [TensorDesc(x.dtype, shape)]
+
+
+@transpose.lower
+def _lower_transpose(ctx, node):
+    perm = const_ints(node, 1)
+    if perm is None:
+        raise ConversionError("the permutation must be constant")
+    ctx.emit("Transpose", [ctx.input(0)], [ctx.output(0)], perm=perm)
+
+
+# -- padding --------------------------------------------------------------------------------
+pad = op_prototype("Pad", "Pads with a constant (0 unless `constant_values` is given).") \
+    .input("x").input("paddings", INDEX_TYPES).optional_input("constant_values").output("y") \
+    .attr("mode", "str", "CONSTANT")
+
+
+@pad.infer
+def _infer_pad(node):
+    x, pads = node.inputs[0].desc, const_ints(node, 1)
+    if x.shape is None or pads is None:
+        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank, x.format, x.origin_format)]
+    shape = tuple(None if d is None else d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(x.shape))
+    return [TensorDesc(x.dtype, shape, x.format, x.origin_format)]
+
+
+@pad.lower
+def _lower_pad(ctx, node):
+    mode = node.attrs["mode"].upper()
+    if mode == "SYMMETRIC":
+        raise ConversionError("MirrorPad SYMMETRIC has no ONNX equivalent")
+    pads = ctx.const_input(1)
+    if pads is not None:
+        pads_name = ctx.constant(np.asarray(pads, np.int64).T.reshape(-1), "pads")
+    else:
+        pairs = int64_input(ctx, 1)
+        flipped = ctx.emit("Transpose", [pairs], perm=[1, 0])[0]
+        pads_name = ctx.emit("Reshape", [flipped, ctx.constant(np.array([-1], np.int64))])[0]
+    inputs = [ctx.input(0), pads_name] + ([ctx.input(2)] if ctx.input(2) else [])
+    ctx.emit("Pad", inputs, [ctx.output(0)], mode={"CONSTANT": "constant", "REFLECT": "reflect"}[mode])
+
+
+# -- packing --------------------------------------------------------------------------------
+pack = op_prototype("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
+    .dynamic_input("x").output("y").attr("axis", "int", 0)
+
+
+@pack.infer
+def _infer_pack(node):
+    first = node.inputs[0].desc
+    if first.shape is None:
+        return [TensorDesc(first.dtype, None)]
+    a = normalize_axis(node.attrs["axis"], len(first.shape) + 1)
+    return [TensorDesc(first.dtype, first.shape[:a] + (len(node.inputs),) + first.shape[a:])]
+
+
+@pack.lower
+def _lower_pack(ctx, node):
+    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank + 1)
+    axes = ctx.constant(np.array([a], np.int64))
+    parts = [ctx.emit("Unsqueeze", [ctx.input(i), axes])[0] for i in range(len(node.inputs))]
+    ctx.emit("Concat", parts, [ctx.output(0)], axis=a)
+
+
+concat = op_prototype("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
+    .dynamic_input("x").input("concat_dim", INDEX_TYPES).output("y")
+
+
+@concat.infer
+def _infer_concat(node):
+    parts = [v.desc for v in node.inputs[:-1]]
+    axis = const_ints(node, len(node.inputs) - 1)
+    if axis is None or any(p.shape is None for p in parts):
+        rank = next((p.rank for p in parts if p.rank is not None), None)
+        return [TensorDesc(parts[0].dtype, None if rank is None else (None,) * rank)]
+    a = normalize_axis(axis[0], len(parts[0].shape))
+    sizes = [p.shape[a] for p in parts]
+    shape = list(parts[0].shape)
+    shape[a] = None if None in sizes else sum(sizes)
+    return [TensorDesc(parts[0].dtype, tuple(shape), parts[0].format, parts[0].origin_format)]
+
+
+@concat.lower
+def _lower_concat(ctx, node):
+    axis = const_ints(node, len(node.inputs) - 1)
+    if axis is None:
+        raise ConversionError("the concat axis must be constant")
+    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
+    ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
+
+
+# -- strided slice --------------------------------------------------------------------------
+strided_slice = op_prototype("StridedSlice", "TF strided slicing with its five bit masks.") \
+    .input("x").input("begin", INDEX_TYPES).input("end", INDEX_TYPES).input("strides", INDEX_TYPES) \
+    .output("y").attr("begin_mask", "int", 0).attr("end_mask", "int", 0) \
+    .attr("ellipsis_mask", "int", 0).attr("new_axis_mask", "int", 0).attr("shrink_axis_mask", "int", 0)
+
+
+def dense_slice_spec(rank, begin, end, strides, attrs):
+    """Expand TF's sparse slice spec into per-output entries.
+
+    Each entry is ('new',) for a new axis, or ('dim', input_dim, start, stop, step, shrink)
+    with start/stop None for "from the edge" (begin_mask/end_mask)."""
+    masks = {k: attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                   "new_axis_mask", "shrink_axis_mask")}
+    n = len(begin)
+    consuming = sum(1 for i in range(n) if not (masks["ellipsis_mask"] >> i) & 1
+                    and not (masks["new_axis_mask"] >> i) & 1)
+    entries, dim = [], 0
+    seen_ellipsis = False
+    for i in range(n):
+        if (masks["ellipsis_mask"] >> i) & 1 and not seen_ellipsis:
+            seen_ellipsis = True
+            for _ in range(rank - consuming):
+                entries.append(("dim", dim, None, None, 1, False))
+                dim += 1
+        elif (masks["new_axis_mask"] >> i) & 1:
+            entries.append(("new",))
+        else:
+            shrink = bool((masks["shrink_axis_mask"] >> i) & 1)
+            start = None if (masks["begin_mask"] >> i) & 1 and not shrink else begin[i]
+            stop = None if (masks["end_mask"] >> i) & 1 and not shrink else end[i]
+            if shrink:
+                stop = None if start == -1 else start + 1
+                entries.append(("dim", dim, start, stop, 1, True))
+            else:
+                if strides[i] == 0:
+                    raise ConversionError("strides must be non-zero")
+                entries.append(("dim", dim, start, stop, strides[i], False))
+            dim += 1
+    while dim < rank:
+        entries.append(("dim", dim, None, None, 1, False))
+        dim += 1
+    if dim != rank:
+        raise ConversionError(f"slice spec of length {n} does not fit rank {rank}")
+    return entries
+
+
+@strided_slice.infer
+def _infer_strided_slice(node):
+    x = node.inputs[0].desc
+    begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
+    if x.shape is None or begin is None or end is None or strides is None:
+        return [TensorDesc(x.dtype, None)]
+    shape = []
+    for entry in dense_slice_spec(len(x.shape), begin, end, strides, node.attrs):
+        if entry[0] == "new":
+            shape.append(1)
+            continue
+        _, dim, start, stop, step, shrink = entry
+        if shrink:
+            continue
+        size = x.shape[dim]
+        shape.append(None if size is None else len(range(*slice(start, stop, step).indices(size))))
+    return [TensorDesc(x.dtype, tuple(shape))]
+
+
+@strided_slice.lower
+def _lower_strided_slice(ctx, node):
+    rank = node.inputs[0].desc.rank
+    begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
+    masks = [node.attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                     "new_axis_mask", "shrink_axis_mask")]
+    if begin is None or end is None or strides is None:
+        if any(masks) or strides is None:
+            raise ConversionError("non-constant begin/end needs constant strides and no masks")
+        n = len(strides)
+        ctx.emit("Slice", [ctx.input(0), int64_input(ctx, 1), int64_input(ctx, 2),
+                           ctx.constant(np.arange(n, dtype=np.int64)),
+                           ctx.constant(np.array(strides, np.int64))], [ctx.output(0)])
+        return
+    if rank is None:
+        raise ConversionError("the input rank must be known")
+    starts, stops, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    for out_pos, entry in enumerate(dense_slice_spec(rank, begin, end, strides, node.attrs)):
+        if entry[0] == "new":
+            unsqueeze.append(out_pos)
+            continue
+        _, dim, start, stop, step, shrink = entry
+        if shrink:
+            squeeze.append(dim)
+        if start is None and stop is None and step == 1:
+            continue
+        starts.append(start if start is not None else (0 if step > 0 else INT64_MAX))
+        stops.append(stop if stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
+        axes.append(dim)
+        steps.append(step)
+    # Output positions of new axes count the shrunk dims that vanish before them.
+    unsqueeze = [p - sum(1 for e in dense_slice_spec(rank, begin, end, strides, node.attrs)[:p]
+                         if e[0] == "dim" and e[5]) for p in unsqueeze]
+    current = ctx.input(0)
+    steps_after = [bool(squeeze), bool(unsqueeze)]
+    if axes:
+        final = not any(steps_after)
+        current = ctx.emit("Slice", [current, ctx.constant(np.array(starts, np.int64)),
+                                     ctx.constant(np.array(stops, np.int64)),
+                                     ctx.constant(np.array(axes, np.int64)),
+                                     ctx.constant(np.array(steps, np.int64))],
+                           [ctx.output(0)] if final else 1)[0]
+    if squeeze:
+        final = not unsqueeze
+        current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
+                           [ctx.output(0)] if final else 1)[0]
+    if unsqueeze:
+        current = ctx.emit("Unsqueeze", [current, ctx.constant(np.array(unsqueeze, np.int64))],
+                           [ctx.output(0)])[0]
+    if current != ctx.output(0):
+        ctx.emit("Identity", [current], [ctx.output(0)])

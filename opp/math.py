@@ -1,0 +1,142 @@
+"""Math ops: elementwise unary and binary arithmetic, matrix products, reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, op_prototype
+from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES
+from tf2ir.opp.common import broadcast_shapes, const_ints, int64_input, normalize_axis, same_as_input
+
+
+def _infer_binary(node):
+    a, b = node.inputs[0].desc, node.inputs[1].desc
+    if a.dtype != b.dtype:
+        raise ConversionError(f"operand dtypes differ: {a.dtype} and {b.dtype}")
+    fmt = a.format if a.rank == broadcast_rank(a, b) else b.format
+    return [TensorDesc(a.dtype, broadcast_shapes(a.shape, b.shape), fmt, fmt)]
+
+
+def broadcast_rank(a, b):
+    return None if a.rank is None or b.rank is None else max(a.rank, b.rank)
+
+
+def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES):
+    proto = op_prototype(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
+    proto.infer(_infer_binary)
+    proto.lower(lambda ctx, node: ctx.emit(onnx_op, [ctx.input(0), ctx.input(1)], [ctx.output(0)]))
+    return proto
+
+
+_binary("Add", "Add", "x1 + x2 (numpy broadcasting)")
+_binary("Sub", "Sub", "x1 - x2")
+_binary("Mul", "Mul", "x1 * x2")
+_binary("RealDiv", "Div", "x1 / x2 for floating point", FLOAT_TYPES)
+_binary("Maximum", "Max", "elementwise maximum")
+_binary("Minimum", "Min", "elementwise minimum")
+_binary("Pow", "Pow", "x1 ** x2")
+
+squared_difference = _binary("SquaredDifference", "Sub", "(x1 - x2) ** 2")
+
+
+@squared_difference.lower
+def _lower_squared_difference(ctx, node):
+    diff = ctx.emit("Sub", [ctx.input(0), ctx.input(1)])[0]
+    ctx.emit("Mul", [diff, diff], [ctx.output(0)])
+
+
+def _unary(op_type, doc, emit, dtypes=FLOAT_TYPES):
+    proto = op_prototype(op_type, doc).input("x", dtypes).output("y")
+    proto.infer(same_as_input)
+    proto.lower(emit)
+    return proto
+
+
+def _direct(onnx_op):
+    return lambda ctx, node: ctx.emit(onnx_op, [ctx.input(0)], [ctx.output(0)])
+
+
+def _lower_rsqrt(ctx, node):
+    root = ctx.emit("Sqrt", [ctx.input(0)])[0]
+    ctx.emit("Reciprocal", [root], [ctx.output(0)])
+
+
+_unary("Rsqrt", "1 / sqrt(x)", _lower_rsqrt)
+_unary("Sqrt", "square root", _direct("Sqrt"))
+_unary("Exp", "e ** x", _direct("Exp"))
+_unary("Log", "natural logarithm", _direct("Log"))
+_unary("Reciprocal", "1 / x", _direct("Reciprocal"))
+_unary("Erf", "error function", _direct("Erf"))
+_unary("Floor", "round down", _direct("Floor"))
+_unary("Ceil", "round up", _direct("Ceil"))
+_unary("Sin", "sine", _direct("Sin"))
+_unary("Cos", "cosine", _direct("Cos"))
+_unary("Neg", "-x", _direct("Neg"), NUMBER_TYPES)
+_unary("Abs", "|x|", _direct("Abs"), NUMBER_TYPES)
+_unary("Square", "x * x", lambda ctx, node: ctx.emit("Mul", [ctx.input(0), ctx.input(0)],
+                                                     [ctx.output(0)]), NUMBER_TYPES)
+
+matmul = (op_prototype("MatMul", "2-D matrix product with optional transposes.")
+          .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).optional_input("bias")
+          .output("y").attr("transpose_x1", "bool", False).attr("transpose_x2", "bool", False))
+
+
+@matmul.infer
+def _infer_matmul(node):
+    a, b = node.inputs[0].desc, node.inputs[1].desc
+    if a.rank not in (None, 2) or b.rank not in (None, 2):
+        raise ConversionError("MatMul takes rank-2 operands")
+    rows = None if a.shape is None else a.shape[1 if node.attrs["transpose_x1"] else 0]
+    cols = None if b.shape is None else b.shape[0 if node.attrs["transpose_x2"] else 1]
+    return [TensorDesc(a.dtype, (rows, cols))]
+
+
+@matmul.lower
+def _lower_matmul(ctx, node):
+    inputs = [ctx.input(0), ctx.input(1)] + ([ctx.input(2)] if ctx.input(2) else [])
+    if node.inputs[0].desc.dtype in ("float32", "float64", "float16", "bfloat16"):
+        ctx.emit("Gemm", inputs, [ctx.output(0)], transA=int(node.attrs["transpose_x1"]),
+                 transB=int(node.attrs["transpose_x2"]))
+        return
+    a, b = inputs[:2]
+    if node.attrs["transpose_x1"]:
+        a = ctx.emit("Transpose", [a], perm=[1, 0])[0]
+    if node.attrs["transpose_x2"]:
+        b = ctx.emit("Transpose", [b], perm=[1, 0])[0]
+    if len(inputs) == 3:
+        product = ctx.emit("MatMul", [a, b])[0]
+        ctx.emit("Add", [product, inputs[2]], [ctx.output(0)])
+    else:
+        ctx.emit("MatMul", [a, b], [ctx.output(0)])
+
+
+def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES):
+    proto = (op_prototype(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
+             .attr("keep_dims", "bool", False))
+
+    @proto.infer
+    def infer(node):
+        x = node.inputs[0].desc
+        axes = const_ints(node, 1)
+        if x.shape is None or axes is None:
+            rank = None if x.rank is None or not node.attrs["keep_dims"] else x.rank
+            return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
+        axes = {normalize_axis(a, len(x.shape)) for a in axes}
+        if node.attrs["keep_dims"]:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return [TensorDesc(x.dtype, shape)]
+
+    @proto.lower
+    def lower(ctx, node):
+        ctx.emit(onnx_op, [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)],
+                 keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
+    return proto
+
+
+_reduction("ReduceMean", "ReduceMean", "mean over `axes`")
+_reduction("ReduceSum", "ReduceSum", "sum over `axes`")
+_reduction("ReduceMax", "ReduceMax", "maximum over `axes`")
+_reduction("ReduceMin", "ReduceMin", "minimum over `axes`")
+_reduction("ReduceProd", "ReduceProd", "product over `axes`")

@@ -1,0 +1,248 @@
+"""The conversion driver: walks the TF graph, runs each node's plugin and emits IR."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
+from tf2ir.ir.verify import verify_node
+from tf2ir.parser.attrs import ir_dtype
+from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
+from tf2ir.plugins.mapping import IrOp
+
+# Ops whose outputs are their inputs: dropped, their consumers read the inputs directly.
+PASSTHROUGH = {"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient",
+               "CheckNumerics", "EnsureShape"}
+UNSUPPORTED_EXIT = 3
+
+
+@dataclass
+class ConversionReport:
+    model: str
+    tf_nodes: int = 0
+    kept_nodes: int = 0
+    ir_nodes: int = 0
+    plugins_used: Dict[str, int] = field(default_factory=dict)
+    phases: Dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Problem:
+    count: int = 0
+    example: str = ""
+    message: str = ""
+    error: Optional[ConversionError] = None
+
+
+def parse_input_shapes(specs: Sequence[str]) -> Dict[str, Tuple[Optional[int], ...]]:
+    """['input:1,224,224,3', 'mask:?,16'] → {'input': (1, 224, 224, 3), 'mask': (None, 16)}."""
+    shapes = {}
+    for spec in specs:
+        for item in spec.split(";") if ";" in spec else [spec]:
+            name, sep, dims = item.rpartition(":")
+            if not sep or not name:
+                raise ConversionError(f"bad --inputs value {item!r}; expected NAME:D1,D2,... "
+                                      "(use ? or -1 for an unknown dimension)", exit_code=2)
+            try:
+                shape = tuple(None if d.strip() in ("?", "-1") else int(d)
+                              for d in dims.split(",")) if dims.strip() else ()
+            except ValueError:
+                raise ConversionError(f"bad --inputs dimensions in {item!r}", exit_code=2) from None
+            shapes[split_tensor_name(name)[0]] = shape
+    return shapes
+
+
+class Converter:
+    """Converts one TF graph into IR with the plugins of a PluginManager."""
+
+    def __init__(self, tf_graph: TfGraph, manager, input_shapes=None, outputs=None):
+        self.tf = tf_graph
+        self.model = tf_graph.model
+        self.manager = manager
+        self.input_shapes = dict(input_shapes or {})
+        self.requested_outputs = list(outputs or [])
+        self.graph = Graph(_graph_name(self.model))
+        self.values: Dict[Tuple[str, int], Value] = {}
+        self.unsupported: Dict[str, _Problem] = {}
+        self.failures: Dict[str, _Problem] = {}
+        self.report = ConversionReport(self.model, tf_nodes=len(tf_graph.nodes))
+
+    # -- the walk ----------------------------------------------------------------------
+    def run(self) -> Graph:
+        outputs = self._output_tensors()
+        order = self.tf.upstream(sorted({n for n, _ in outputs}, key=list(self.tf.nodes).index))
+        self.report.kept_nodes = len(order)
+        for name in self.input_shapes:
+            if name not in self.tf or self.tf[name].op_type != "Placeholder":
+                raise ConversionError(f"--inputs names '{name}', which is not a Placeholder "
+                                      "of the graph", model=self.model, exit_code=2)
+        for name in order:
+            node = self.tf[name]
+            if any((src, port) not in self.values for src, port in node.inputs):
+                continue  # an input failed to convert; that failure is reported already
+            try:
+                self._convert_node(node)
+            except ConversionError as exc:
+                self._record(self.failures, node, exc.message, exc)
+        self._raise_problems()
+        self._set_outputs(outputs)
+        self.report.ir_nodes = len(self.graph.nodes)
+        return self.graph
+
+    def _convert_node(self, node: TfNode) -> None:
+        op = node.op_type
+        if op == "Placeholder":
+            self._placeholder(node)
+        elif op == "Const":
+            value = node.attr("value")
+            self.values[(node.name, 0)] = self.graph.add_const(value, node.name)
+        elif op in PASSTHROUGH:
+            for port, (src, src_port) in enumerate(node.inputs):
+                self.values[(node.name, port)] = self.values[(src, src_port)]
+        else:
+            self._map_with_plugin(node)
+
+    def _placeholder(self, node: TfNode) -> None:
+        dtype = node.attr("dtype")
+        shape = self.input_shapes.get(node.name, node.attr("shape"))
+        declared = node.attr("shape")
+        if node.name in self.input_shapes and declared is not None and len(declared) != len(shape):
+            raise ConversionError(f"--inputs gives rank {len(shape)}, the graph declares "
+                                  f"rank {len(declared)} {list(declared)}", exit_code=2)
+        self.values[(node.name, 0)] = self.graph.add_input(node.name, TensorDesc(dtype, shape))
+
+    def _map_with_plugin(self, node: TfNode) -> None:
+        reg = self.manager.lookup(node.op_type)
+        if reg is None:
+            self._record(self.unsupported, node, "no plugin maps this op type")
+            return
+        inputs = [self.values[key] for key in node.inputs]
+        irop = IrOp(reg.ir_type, node.name, inputs, self.graph)
+        try:
+            reg.parse_fn(node, irop)
+        except ConversionError as exc:
+            raise exc.located(plugin=reg.plugin)
+        except Exception as exc:
+            raise ConversionError(f"plugin {reg.plugin} failed: {type(exc).__name__}: {exc}",
+                                  plugin=reg.plugin) from exc
+        proto = irop.prototype
+        if proto is None:
+            raise ConversionError(f"plugin {reg.plugin} maps to IR op {irop.op_type}, "
+                                  "which has no op prototype", plugin=reg.plugin)
+        fixed = [p for p in proto.inputs if p.kind != "dynamic"]
+        if len(fixed) == len(proto.inputs) and len(irop.inputs) < len(fixed) \
+                and all(p.kind == "optional" for p in fixed[len(irop.inputs):]):
+            irop.inputs += [None] * (len(fixed) - len(irop.inputs))
+        num_outputs = irop.num_outputs
+        if num_outputs is None:
+            num_outputs = sum(1 for p in proto.outputs if p.kind != "dynamic")
+        ir_node = self.graph.add_node(irop.op_type, irop.inputs, irop.attrs, node.name,
+                                      num_outputs=num_outputs)
+        for index, (fmt, origin) in irop.output_formats.items():
+            ir_node.outputs[index].desc.set_format(fmt, origin)
+        try:
+            verify_node(ir_node)
+        except ConversionError as exc:
+            raise exc.located(plugin=reg.plugin)
+        for port, value in enumerate(ir_node.outputs):
+            self.values[(node.name, port)] = value
+        self.report.plugins_used[reg.plugin] = self.report.plugins_used.get(reg.plugin, 0) + 1
+
+    # -- problems ------------------------------------------------------------------------
+    def _record(self, table: Dict[str, _Problem], node: TfNode, message: str,
+                error: Optional[ConversionError] = None) -> None:
+        problem = table.setdefault(node.op_type, _Problem(example=node.name, message=message,
+                                                          error=error))
+        problem.count += 1
+
+    def _raise_problems(self) -> None:
+        if self.unsupported:
+            parts = [f"{op} ({p.count} node{'s' if p.count > 1 else ''}, e.g. '{p.example}')"
+                     for op, p in sorted(self.unsupported.items())]
+            message = (f"{len(self.unsupported)} unsupported op type"
+                       f"{'s' if len(self.unsupported) > 1 else ''}: {', '.join(parts)}")
+            if self.failures:
+                message += "; also failed: " + self._failure_text()
+            raise ConversionError(message, model=self.model, exit_code=UNSUPPORTED_EXIT)
+        if self.failures:
+            if len(self.failures) == 1:
+                op, p = next(iter(self.failures.items()))
+                raise p.error.located(model=self.model, node=p.example, op_type=op)
+            raise ConversionError(f"{len(self.failures)} op types failed: " + self._failure_text(),
+                                  model=self.model)
+
+    def _failure_text(self) -> str:
+        return "; ".join(f"{op} ({p.count}x, e.g. '{p.example}'"
+                         f"{', plugin ' + p.error.plugin if p.error and p.error.plugin else ''}): {p.message}"
+                         for op, p in sorted(self.failures.items()))
+
+    # -- outputs -------------------------------------------------------------------------
+    def _output_tensors(self) -> List[Tuple[str, int]]:
+        if self.requested_outputs:
+            tensors = [split_tensor_name(name) for name in self.requested_outputs]
+            for name, _ in tensors:
+                if name not in self.tf:
+                    raise ConversionError(f"output '{name}' is not a node of the graph",
+                                          model=self.model, exit_code=2)
+            return tensors
+        sinks = self.tf.sinks()
+        if not sinks:
+            raise ConversionError("the graph has no outputs (no node is a sink)", model=self.model)
+        tensors = []
+        for name in sinks:
+            node = self.tf[name]
+            count = len(node.inputs) if node.op_type in PASSTHROUGH else 1
+            tensors.extend((name, port) for port in range(max(count, 1)))
+        return [t for t in tensors if self.tf[t[0]].op_type not in ("NoOp",)]
+
+    def _set_outputs(self, tensors: List[Tuple[str, int]]) -> None:
+        for name, port in tensors:
+            key = (name, port)
+            if key not in self.values:
+                raise ConversionError(f"output '{name}:{port}' does not exist",
+                                      model=self.model, node=name, exit_code=2)
+            value = self.values[key]
+            out_name = name if port == 0 else f"{name}:{port}"
+            is_source = value.producer is None or value.producer.op_type == "Const"
+            if is_source or value in self.graph.outputs or value.name != out_name \
+                    and self.graph.has_value(out_name):
+                value = self.graph.add_node("Identity", [value], name=f"{out_name}/output",
+                                            output_descs=[TensorDesc(value.desc.dtype)]).outputs[0]
+                verify_node(value.producer)
+            if value.name != out_name:
+                self.graph.rename_value(value, out_name)
+            self.graph.outputs.append(value)
+
+
+def _graph_name(model: str) -> str:
+    import os
+    base = os.path.basename(model.rstrip("/")) or "model"
+    return os.path.splitext(base)[0]
+
+
+def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, outputs=None,
+                      ) -> Tuple[Graph, ConversionReport]:
+    """GraphDef → IR graph (verified), with the report of what was done."""
+    if manager is None:
+        from tf2ir.plugins.manager import PluginManager
+        manager = PluginManager()
+    start = time.perf_counter()
+    tf_graph = TfGraph(graph_def, model)
+    converter = Converter(tf_graph, manager, input_shapes, outputs)
+    graph = converter.run()
+    converter.report.phases["mapping"] = time.perf_counter() - start
+    return graph, converter.report
+
+
+def convert_file(path: str, manager=None, input_shapes=None, outputs=None):
+    from tf2ir.parser.load import load_graph_def
+    start = time.perf_counter()
+    graph_def = load_graph_def(path)
+    load_time = time.perf_counter() - start
+    graph, report = convert_graph_def(graph_def, path, manager, input_shapes, outputs)
+    report.phases = {"load": load_time, **report.phases}
+    return graph, report

@@ -1,0 +1,45 @@
+"""Loading TF model files into a GraphDef message without importing TensorFlow."""
+
+from __future__ import annotations
+
+import os
+
+from google.protobuf import message, text_format
+
+from tf2ir.ir import ConversionError
+
+
+def graph_def_class():
+    # The compiled protos TensorBoard ships: same wire format as TF's, no TF import.
+    from tensorboard.compat.proto import graph_pb2
+    return graph_pb2.GraphDef
+
+
+def load_graph_def(path: str):
+    """Read a frozen `.pb` (binary) or `.pbtxt` (text) GraphDef."""
+    if not os.path.exists(path):
+        raise ConversionError("file does not exist", model=path)
+    if os.path.isdir(path):
+        raise ConversionError("is a directory; SavedModel directories are not supported yet, "
+                              "give a frozen .pb or .pbtxt", model=path)
+    graph_def = graph_def_class()()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ConversionError(f"cannot read file: {exc.strerror}", model=path) from None
+    if path.endswith(".pbtxt"):
+        try:
+            text_format.Parse(data.decode("utf-8"), graph_def)
+        except (text_format.ParseError, UnicodeDecodeError) as exc:
+            raise ConversionError(f"not a text GraphDef: {exc}", model=path) from None
+    else:
+        try:
+            graph_def.ParseFromString(data)
+        except message.DecodeError as exc:
+            raise ConversionError(f"not a GraphDef (truncated or corrupt .pb: {exc})",
+                                  model=path) from None
+        del data
+    if not len(graph_def.node):
+        raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)", model=path)
+    return graph_def

@@ -1,0 +1,50 @@
+"""Built-in mappings for TF's array ops (reshape, slice, pad, pack, concat, cast, shape)."""
+
+from tf2ir.plugins import auto_mapping, hookimpl, register_op
+
+
+def parse_squeeze(src, op):
+    op.set_attr("axis", list(src.attr("squeeze_dims", [])))
+
+
+def parse_shape(src, op):
+    op.set_attr("dtype", src.attr("out_type", "int32"))
+
+
+def parse_cast(src, op):
+    op.set_attr("dst_type", src.attr("DstT"))
+
+
+def parse_pad(src, op):
+    """Pad, PadV2 (with constant_values) and MirrorPad (mode REFLECT/SYMMETRIC)."""
+    if len(op.inputs) == 2:
+        op.inputs.append(None)
+    op.set_attr("mode", src.attr("mode", "CONSTANT"))
+
+
+def parse_pack(src, op):
+    auto_mapping(src, op)
+    op.attrs.pop("N", None)
+
+
+def parse_concat(src, op):
+    op.attrs.clear()
+
+
+MAPPINGS = [
+    register_op("Reshape").origin_op_type("Reshape"),
+    register_op("Squeeze").origin_op_type("Squeeze").parse_params_fn(parse_squeeze),
+    register_op("ExpandDims").origin_op_type("ExpandDims"),
+    register_op("Shape").origin_op_type("Shape").parse_params_fn(parse_shape),
+    register_op("Cast").origin_op_type("Cast").parse_params_fn(parse_cast),
+    register_op("Transpose").origin_op_type("Transpose"),
+    register_op("Pad").origin_op_type("Pad", "PadV2", "MirrorPad").parse_params_fn(parse_pad),
+    register_op("Pack").origin_op_type("Pack").parse_params_fn(parse_pack),
+    register_op("ConcatV2").origin_op_type("ConcatV2").parse_params_fn(parse_concat),
+    register_op("StridedSlice").origin_op_type("StridedSlice"),
+]
+
+
+@hookimpl
+def tf2ir_op_mappings():
+    return MAPPINGS

@@ -1,0 +1,32 @@
+"""Built-in mappings for TF's math ops (elementwise arithmetic, MatMul, reductions)."""
+
+from tf2ir.plugins import auto_mapping, hookimpl, register_op
+
+
+def parse_matmul(src, op):
+    """TF names the transposes transpose_a/transpose_b; the IR op says x1/x2."""
+    op.set_attr("transpose_x1", bool(src.attr("transpose_a", False)))
+    op.set_attr("transpose_x2", bool(src.attr("transpose_b", False)))
+
+
+_ELEMENTWISE = {
+    "Add": ("Add", "AddV2"), "Sub": ("Sub",), "Mul": ("Mul",), "RealDiv": ("RealDiv",),
+    "Maximum": ("Maximum",), "Minimum": ("Minimum",), "Pow": ("Pow",),
+    "SquaredDifference": ("SquaredDifference",), "Rsqrt": ("Rsqrt",), "Sqrt": ("Sqrt",),
+    "Exp": ("Exp",), "Log": ("Log",), "Reciprocal": ("Reciprocal", "Inv"), "Erf": ("Erf",),
+    "Floor": ("Floor",), "Ceil": ("Ceil",), "Sin": ("Sin",), "Cos": ("Cos",), "Neg": ("Neg",),
+    "Abs": ("Abs",), "Square": ("Square",),
+}
+_REDUCTIONS = {"ReduceMean": "Mean", "ReduceSum": "Sum", "ReduceMax": "Max",
+               "ReduceMin": "Min", "ReduceProd": "Prod"}
+
+MAPPINGS = (
+    [register_op(ir).origin_op_type(*tf) for ir, tf in _ELEMENTWISE.items()]
+    + [register_op(ir).origin_op_type(tf) for ir, tf in _REDUCTIONS.items()]
+    + [register_op("MatMul").origin_op_type("MatMul").parse_params_fn(parse_matmul)]
+)
+
+
+@hookimpl
+def tf2ir_op_mappings():
+    return MAPPINGS

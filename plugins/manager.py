@@ -1,0 +1,127 @@
+"""The plugin manager: finds plugins (built-in, the `tf2ir` entry-point group, plugin
+directories), collects their op mappings and resolves which plugin maps each TF op type."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional
+
+import pluggy
+
+from tf2ir.ir import ConversionError
+from tf2ir.plugins import spec
+from tf2ir.plugins.registry import OpRegistration
+
+BUILTIN_MODULES = ("tf2ir.plugins.builtin.nn", "tf2ir.plugins.builtin.math",
+                   "tf2ir.plugins.builtin.array")
+PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
+
+
+@dataclass
+class Override:
+    origin_type: str
+    winner: OpRegistration
+    losers: List[OpRegistration] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lost = ", ".join(f"{r.plugin} (priority {r.priority})" for r in self.losers)
+        return (f"{self.origin_type}: {self.winner.plugin} (priority {self.winner.priority}) "
+                f"overrides {lost}")
+
+
+class PluginManager:
+    """Loads plugins and answers `lookup(tf_op_type)` with the winning registration."""
+
+    def __init__(self, plugin_dirs: Iterable[str] = (), entry_points: bool = True,
+                 use_env: bool = True):
+        self.pm = pluggy.PluginManager(spec.PROJECT)
+        self.pm.add_hookspecs(spec)
+        if entry_points:
+            self._load_entry_points()
+        for module in BUILTIN_MODULES:
+            if not any(getattr(p, "__name__", None) == module for p in self.pm.get_plugins()):
+                self.pm.register(importlib.import_module(module), name=module)
+        dirs = list(plugin_dirs)
+        if use_env and os.environ.get(PLUGIN_PATH_ENV):
+            dirs += [d for d in os.environ[PLUGIN_PATH_ENV].split(os.pathsep) if d]
+        for path in dirs:
+            self.load_path(path)
+        self.registry: Dict[str, OpRegistration] = {}
+        self.overrides: List[Override] = []
+        self.registrations: List[OpRegistration] = []
+        self._collect()
+
+    # -- loading -------------------------------------------------------------------
+    def _load_entry_points(self) -> None:
+        from importlib.metadata import entry_points
+        for ep in entry_points(group=spec.PROJECT):
+            if self.pm.get_plugin(ep.name) is not None:
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken third-party package must be named
+                raise ConversionError(f"cannot load plugin entry point '{ep.value}': "
+                                      f"{type(exc).__name__}: {exc}", plugin=ep.name) from exc
+            self.pm.register(plugin, name=ep.name)
+
+    def load_path(self, path: str) -> None:
+        """Register a plugin file, or every `*.py` file of a plugin directory."""
+        if os.path.isdir(path):
+            files = sorted(os.path.join(path, f) for f in os.listdir(path)
+                           if f.endswith(".py") and not f.startswith("_"))
+        elif os.path.isfile(path):
+            files = [path]
+        else:
+            raise ConversionError(f"plugin path does not exist: {path}")
+        for file in files:
+            file = os.path.abspath(file)
+            if self.pm.get_plugin(file) is not None:
+                continue
+            module_name = "tf2ir_plugin_" + os.path.splitext(os.path.basename(file))[0]
+            try:
+                module_spec = importlib.util.spec_from_file_location(module_name, file)
+                module = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(module)
+            except Exception as exc:
+                raise ConversionError(f"cannot load plugin file: {type(exc).__name__}: {exc}",
+                                      plugin=file) from exc
+            self.pm.register(module, name=file)
+
+    # -- registry --------------------------------------------------------------------
+    def _collect(self) -> None:
+        claims: Dict[str, List[OpRegistration]] = {}
+        for impl in self.pm.hook.tf2ir_op_mappings.get_hookimpls():
+            source = getattr(impl.plugin, "__file__", None) or repr(impl.plugin)
+            try:
+                registrations = list(impl.function() or [])
+            except Exception as exc:
+                raise ConversionError(f"tf2ir_op_mappings failed: {type(exc).__name__}: {exc}",
+                                      plugin=impl.plugin_name) from exc
+            for reg in registrations:
+                if not isinstance(reg, OpRegistration):
+                    raise ConversionError(f"tf2ir_op_mappings returned {type(reg).__name__}, "
+                                          "expected register_op(...) results", plugin=impl.plugin_name)
+                reg.plugin, reg.source = impl.plugin_name, source
+                self.registrations.append(reg)
+                for origin in reg.origin_types:
+                    claims.setdefault(origin, []).append(reg)
+        for origin, regs in claims.items():
+            regs = sorted(regs, key=lambda r: -r.priority)
+            if len(regs) > 1:
+                if regs[0].priority == regs[1].priority:
+                    raise ConversionError(
+                        f"origin op type {origin} is claimed by {regs[0].plugin} and "
+                        f"{regs[1].plugin} with equal priority {regs[0].priority}; "
+                        "give one a higher priority (register_op(...).with_priority(N))",
+                        op_type=origin, plugin=regs[0].plugin)
+                self.overrides.append(Override(origin, regs[0], regs[1:]))
+            self.registry[origin] = regs[0]
+
+    def lookup(self, origin_type: str) -> Optional[OpRegistration]:
+        return self.registry.get(origin_type)
+
+    def plugin_names(self) -> List[str]:
+        return [name for name, _ in self.pm.list_name_plugin()]

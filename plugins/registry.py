@@ -1,0 +1,81 @@
+"""`register_op`: the Python form of REGISTER_CUSTOM_OP(...).FrameworkType(...).OriginOpType(...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+TENSORFLOW = "TENSORFLOW"
+
+
+class ImplyType:
+    """How the target op is implemented on the device side (kept for reports, as in CANN)."""
+    TVM = "TVM"
+    AI_CPU = "AI_CPU"
+    BUILDIN = "BUILDIN"
+    CUSTOM = "CUSTOM"
+    ALL = (TVM, AI_CPU, BUILDIN, CUSTOM)
+
+
+ParseParamsFn = Callable[["TfNode", "IrOp"], None]
+
+
+@dataclass
+class OpRegistration:
+    """One mapping of origin TF op types to an IR op type; build it by chaining."""
+
+    ir_type: str
+    framework: str = TENSORFLOW
+    origin_types: List[str] = field(default_factory=list)
+    parse_params_fn_: Optional[ParseParamsFn] = None
+    imply: str = ImplyType.TVM
+    priority: int = 0
+    plugin: str = ""        # set by the plugin manager: the plugin's name
+    source: str = ""        # set by the plugin manager: the module file or package
+
+    # -- the builder, in the seed's words ----------------------------------------
+    def framework_type(self, framework: str) -> "OpRegistration":
+        if framework != TENSORFLOW:
+            raise ValueError(f"framework {framework!r} is not supported; use TENSORFLOW")
+        self.framework = framework
+        return self
+
+    def origin_op_type(self, *op_types: str) -> "OpRegistration":
+        self.origin_types.extend(op_types)
+        return self
+
+    def parse_params_fn(self, fn: ParseParamsFn) -> "OpRegistration":
+        self.parse_params_fn_ = fn
+        return self
+
+    def imply_type(self, imply: str) -> "OpRegistration":
+        if imply not in ImplyType.ALL:
+            raise ValueError(f"imply type {imply!r} is not one of {', '.join(ImplyType.ALL)}")
+        self.imply = imply
+        return self
+
+    def with_priority(self, priority: int) -> "OpRegistration":
+        """Higher wins when two plugins claim one origin op type (the override is reported)."""
+        self.priority = int(priority)
+        return self
+
+    # shorter Python spellings
+    origin = origin_op_type
+    parse_params = parse_params_fn
+
+    def __call__(self, fn: ParseParamsFn) -> ParseParamsFn:
+        """Use the registration as a decorator on its parse-params function."""
+        self.parse_params_fn_ = fn
+        return fn
+
+    @property
+    def parse_fn(self) -> ParseParamsFn:
+        if self.parse_params_fn_ is not None:
+            return self.parse_params_fn_
+        from tf2ir.plugins.mapping import auto_mapping
+        return auto_mapping
+
+
+def register_op(ir_type: str) -> OpRegistration:
+    """Start a mapping to IR op `ir_type`; a plugin returns it from `tf2ir_op_mappings`."""
+    return OpRegistration(ir_type)

@@ -1,0 +1,1 @@
+"""The `tf2ir` command line and developer tools (model builder, benchmarks)."""

@@ -1,0 +1,186 @@
+"""The `tf2ir` command line: convert, compile and plugins."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from typing import List, Optional
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNSUPPORTED = 3
+
+EPILOG = """exit status:
+  0  success
+  1  conversion failed (bad file, plugin failure, invalid IR)
+  2  usage error (bad option or argument)
+  3  the model has op types no plugin maps
+"""
+
+log = logging.getLogger("tf2ir")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show phases with their times, and tracebacks on errors")
+    parser.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
+                        help="load plugins from this file or directory (repeatable; "
+                             "also TF2IR_PLUGIN_PATH)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    convert = sub.add_parser(
+        "convert", help="convert a frozen TF graph (.pb/.pbtxt) to ONNX or to IR",
+        description="Convert a frozen TensorFlow GraphDef (.pb binary or .pbtxt text) into "
+                    "an ONNX model (default) or into tf2ir's text IR with a weights file.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    convert.add_argument("model", help="frozen GraphDef: .pb or .pbtxt")
+    convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
+    convert.add_argument("--emit", choices=("onnx", "ir"), default=None,
+                         help="what to write (default: from the output's extension, else onnx)")
+    convert.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
+                         help="fix an input's shape, e.g. input:1,224,224,3 (? or -1 = unknown); "
+                              "repeatable")
+    convert.add_argument("--outputs", default=None, metavar="T1,T2",
+                         help="output tensors, comma-separated (default: the graph's sinks)")
+    _add_common(convert)
+
+    compile_ = sub.add_parser(
+        "compile", help="compile a saved IR (.ir + .ir.weights) to ONNX",
+        description="Verify a saved tf2ir IR file against the op prototypes and compile it to ONNX.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    compile_.add_argument("ir", help="IR text file written by `tf2ir convert --emit ir`")
+    compile_.add_argument("-o", "--output", required=True, help="output .onnx file")
+    _add_common(compile_)
+
+    plugins = sub.add_parser("plugins", help="list the registered op mapping plugins",
+                             description="List every origin TF op type with the IR op type and "
+                                         "plugin that maps it.")
+    plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_common(plugins)
+    return parser
+
+
+def _manager(args):
+    from tf2ir.plugins.manager import PluginManager
+    return PluginManager(plugin_dirs=args.plugin_dir)
+
+
+def _timed(phases, name):
+    class _Timer:
+        def __enter__(self):
+            self.start = time.perf_counter()
+
+        def __exit__(self, *exc):
+            phases[name] = time.perf_counter() - self.start
+            log.info("%-8s %.3f s", name, phases[name])
+    return _Timer()
+
+
+def cmd_convert(args) -> int:
+    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.text import save
+    from tf2ir.parser.convert import convert_file, parse_input_shapes
+
+    emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
+    shapes = parse_input_shapes(args.inputs)
+    outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
+    phases = {}
+    with _timed(phases, "plugins"):
+        manager = _manager(args)
+    graph, report = convert_file(args.model, manager, shapes, outputs)
+    for name, seconds in report.phases.items():
+        log.info("%-8s %.3f s", name, seconds)
+    with _timed(phases, "save" if emit == "ir" else "compile"):
+        if emit == "ir":
+            save(graph, args.output)
+        else:
+            compile_to_file(graph, args.output, model_name=args.model)
+    log.info("%d TF nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.kept_nodes,
+             report.ir_nodes, args.output)
+    return EXIT_OK
+
+
+def cmd_compile(args) -> int:
+    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.text import load
+    from tf2ir.ir.verify import verify_graph
+
+    phases = {}
+    with _timed(phases, "load"):
+        graph = load(args.ir)
+    with _timed(phases, "verify"):
+        verify_graph(graph, model=args.ir)
+    with _timed(phases, "compile"):
+        compile_to_file(graph, args.output, model_name=args.ir)
+    return EXIT_OK
+
+
+def cmd_plugins(args) -> int:
+    import json
+    manager = _manager(args)
+    rows = []
+    for origin in sorted(manager.registry):
+        reg = manager.registry[origin]
+        overrides = [str(o) for o in manager.overrides if o.origin_type == origin]
+        rows.append({"origin_op_type": origin, "ir_op_type": reg.ir_type, "plugin": reg.plugin,
+                     "source": reg.source, "imply_type": reg.imply, "priority": reg.priority,
+                     "overrides": overrides})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max((len(r["origin_op_type"]) for r in rows), default=10)
+    ir_width = max((len(r["ir_op_type"]) for r in rows), default=10)
+    print(f"{'ORIGIN OP TYPE':<{width}}  {'IR OP TYPE':<{ir_width}}  {'IMPLY':<7}  PLUGIN")
+    for r in rows:
+        note = f"  (overrides: {'; '.join(r['overrides'])})" if r["overrides"] else ""
+        print(f"{r['origin_op_type']:<{width}}  {r['ir_op_type']:<{ir_width}}  "
+              f"{r['imply_type']:<7}  {r['plugin']}{note}")
+    print(f"{len(rows)} origin op types")
+    return EXIT_OK
+
+
+COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="tf2ir: %(message)s", stream=sys.stderr)
+    from tf2ir.ir.errors import ConversionError
+    output = getattr(args, "output", None)
+    try:
+        return COMMANDS[args.command](args)
+    except ConversionError as exc:
+        if args.verbose:
+            import traceback
+            traceback.print_exc()
+        print(f"tf2ir: error: {exc}", file=sys.stderr)
+        _remove_partial(output)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _remove_partial(output)
+        return 130
+
+
+def _remove_partial(output: Optional[str]) -> None:
+    """Writers go through temp files; this only guards against anything left behind."""
+    if output:
+        for path in (output + ".tmp",):
+            if os.path.exists(path):
+                os.remove(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
