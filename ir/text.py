@@ -27,7 +27,7 @@ from tf2ir.ir.tensor import FORMATS, TensorDesc, numpy_dtype
 
 MAGIC = "tf2ir-ir 1"
 ALIGN = 64
-_BARE = re.compile(r"[A-Za-z0-9_.:/\-]+")
+_BARE = re.compile(r"[A-Za-z0-9_./\-]+")
 
 
 def _name(text: str) -> str:

@@ -83,7 +83,11 @@ class Converter:
         for name in order:
             node = self.tf[name]
             if any((src, port) not in self.values for src, port in node.inputs):
-                continue  # an input failed to convert; that failure is reported already
+                # An input failed to convert (reported already); keep looking for op
+                # types no plugin maps, so one report lists them all.
+                if node.op_type not in PASSTHROUGH and self.manager.lookup(node.op_type) is None:
+                    self._record(self.unsupported, node, "no plugin maps this op type")
+                continue
             try:
                 self._convert_node(node)
             except ConversionError as exc:

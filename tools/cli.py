@@ -18,7 +18,7 @@ EPILOG = """exit status:
   0  success
   1  conversion failed (bad file, plugin failure, invalid IR)
   2  usage error (bad option or argument)
-  3  the model has op types no plugin maps
+  3  unsupported op types: the model has op types no plugin maps
 """
 
 log = logging.getLogger("tf2ir")

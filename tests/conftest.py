@@ -1,0 +1,60 @@
+"""Shared fixtures: frozen models built once per test session under a temp dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def keras_app(model_dir):
+    """keras_app('ResNet50') → FrozenModel, built and frozen once per session."""
+    from tf2ir.tools.models import freeze_keras_application
+    cache = {}
+
+    def build(name):
+        if name not in cache:
+            cache[name] = freeze_keras_application(name, model_dir)
+        return cache[name]
+    return build
+
+
+@pytest.fixture
+def freeze(tmp_path):
+    """freeze(fn, spec, name) → path of a frozen .pb for a tf.function over `spec`."""
+    from tf2ir.tools.models import freeze_function
+
+    def build(fn, spec, name="model"):
+        path = str(tmp_path / f"{name}.pb")
+        outputs = freeze_function(fn, spec, path)
+        return path, outputs
+    return build
+
+
+def run_cli(*args, env=None):
+    """Run the tf2ir command line in a fresh process; return CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "tf2ir.tools.cli", *args],
+                          capture_output=True, text=True, env=env)
+
+
+def run_onnx(path, feeds):
+    import onnxruntime as ort
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def max_abs_error(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, f"shape {a.shape} != {b.shape}"
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0

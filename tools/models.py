@@ -1,0 +1,97 @@
+"""Builds and freezes keras.applications models (weights=None: nothing is downloaded).
+
+Used by the tests and the benchmark: `python -m tf2ir.tools.models ResNet50 -o DIR` writes
+DIR/ResNet50.pb. Batch-norm statistics are randomized (seeded) so that the frozen model's
+output is not uniform and a wrong conversion shows in the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+
+
+@dataclass
+class FrozenModel:
+    name: str
+    path: str
+    input_name: str           # Placeholder node name
+    output_names: List[str]   # TF tensor names, e.g. "Identity:0"
+    input_shape: tuple        # without the batch dim
+
+
+def randomize_batch_norms(model, seed: int = 0) -> None:
+    import keras
+    rng = np.random.RandomState(seed)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.moving_mean.shape[0]
+            if layer.gamma is not None:
+                layer.gamma.assign(rng.uniform(0.5, 1.5, c).astype("float32"))
+            if layer.beta is not None:
+                layer.beta.assign(rng.normal(0, 0.2, c).astype("float32"))
+            layer.moving_mean.assign(rng.normal(0, 0.2, c).astype("float32"))
+            layer.moving_variance.assign(rng.uniform(0.5, 1.5, c).astype("float32"))
+
+
+def freeze_function(fn, input_spec, path: str) -> List[str]:
+    """Freeze a tf.function for `input_spec` into a GraphDef at `path`; return output names."""
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+    concrete = tf.function(fn).get_concrete_function(input_spec)
+    frozen = convert_variables_to_constants_v2(concrete)
+    graph_def = frozen.graph.as_graph_def()
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(graph_def.SerializeToString())
+    os.replace(tmp, path)
+    return [t.name for t in frozen.outputs]
+
+
+def freeze_keras_application(name: str, out_dir: str, seed: int = 0) -> FrozenModel:
+    """Build keras.applications.<name>(weights=None), randomize BN stats, freeze to .pb."""
+    import keras
+    import tensorflow as tf
+    path = os.path.join(out_dir, f"{name}.pb")
+    model = getattr(keras.applications, name)(weights=None)
+    randomize_batch_norms(model, seed)
+    shape = tuple(model.input_shape[1:])
+    spec = tf.TensorSpec((None,) + shape, tf.float32, name="input")
+    outputs = freeze_function(lambda x: model(x, training=False), spec, path)
+    return FrozenModel(name, path, "input", outputs, shape)
+
+
+def run_frozen_graph(path: str, feeds: dict, outputs: List[str]) -> List[np.ndarray]:
+    """Run a frozen GraphDef in TensorFlow (the reference)."""
+    import tensorflow as tf
+    graph_def = tf.compat.v1.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.import_graph_def(graph_def, name="")
+    with tf.compat.v1.Session(graph=graph) as session:
+        names = {k if ":" in k else k + ":0": v for k, v in feeds.items()}
+        return session.run(outputs, names)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.models",
+                                     description="Freeze keras.applications models (weights=None) to .pb")
+    parser.add_argument("names", nargs="+", help="keras.applications names, e.g. ResNet50")
+    parser.add_argument("-o", "--out-dir", default=".", help="where to write NAME.pb")
+    args = parser.parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name in args.names:
+        frozen = freeze_keras_application(name, args.out_dir)
+        print(f"{frozen.path}  input={frozen.input_name}  outputs={','.join(frozen.output_names)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
