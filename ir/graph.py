@@ -131,6 +131,8 @@ class Graph:
         node.inputs[index] = value
 
     def replace_all_uses_with(self, old: Value, new: Value) -> None:
+        if old is new:  # moving uses onto the same list would clear it
+            return
         for node, index in list(old.uses):
             node.inputs[index] = new
             new.uses.append((node, index))

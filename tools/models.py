@@ -66,6 +66,29 @@ def freeze_keras_application(name: str, out_dir: str, seed: int = 0) -> FrozenMo
     return FrozenModel(name, path, "input", outputs, shape)
 
 
+def build_sample_cnn(path: str, seed: int = 0) -> FrozenModel:
+    """The small CNN shipped as tests/data/sample_cnn.pb (conv, batch norm, depthwise conv,
+    pooling, dense, softmax; 32x32x3 input), so the README's first command needs no TF."""
+    import keras
+    import tensorflow as tf
+    keras.utils.set_random_seed(seed)
+    layers = keras.layers
+    inputs = keras.Input((32, 32, 3))
+    x = layers.Conv2D(16, 3, strides=2, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.ReLU(6.0)(x)
+    x = layers.DepthwiseConv2D(3, padding="same")(x)
+    x = layers.Conv2D(24, 1, activation="relu")(x)
+    x = layers.MaxPooling2D()(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(10, activation="softmax")(x)
+    model = keras.Model(inputs, outputs)
+    randomize_batch_norms(model, seed)
+    spec = tf.TensorSpec((None, 32, 32, 3), tf.float32, name="input")
+    names = freeze_function(lambda t: model(t, training=False), spec, path)
+    return FrozenModel("sample_cnn", path, "input", names, (32, 32, 3))
+
+
 def run_frozen_graph(path: str, feeds: dict, outputs: List[str]) -> List[np.ndarray]:
     """Run a frozen GraphDef in TensorFlow (the reference)."""
     import tensorflow as tf
@@ -83,12 +106,16 @@ def run_frozen_graph(path: str, feeds: dict, outputs: List[str]) -> List[np.ndar
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.models",
                                      description="Freeze keras.applications models (weights=None) to .pb")
-    parser.add_argument("names", nargs="+", help="keras.applications names, e.g. ResNet50")
+    parser.add_argument("names", nargs="+",
+                        help="keras.applications names, e.g. ResNet50, or 'sample_cnn'")
     parser.add_argument("-o", "--out-dir", default=".", help="where to write NAME.pb")
     args = parser.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     for name in args.names:
-        frozen = freeze_keras_application(name, args.out_dir)
+        if name == "sample_cnn":
+            frozen = build_sample_cnn(os.path.join(args.out_dir, "sample_cnn.pb"))
+        else:
+            frozen = freeze_keras_application(name, args.out_dir)
         print(f"{frozen.path}  input={frozen.input_name}  outputs={','.join(frozen.output_names)}")
     return 0
 

@@ -64,3 +64,17 @@ def test_inputs_option_fixes_the_shape(keras_app, tmp_path):
     dims = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim]
     assert dims == [1, 224, 224, 3]
     assert [d.dim_value for d in graph.output[0].type.tensor_type.shape.dim] == [1, 1000]
+
+
+def test_shipped_sample_model(tmp_path):
+    """The model README's first command converts: shipped in tests/data, run against TF."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+    out = str(tmp_path / "sample.onnx")
+    result = run_cli("convert", path, "-o", out)
+    assert result.returncode == 0, result.stderr
+    onnx.checker.check_model(out, full_check=True)
+    x = np.random.RandomState(3).uniform(0, 1, (4, 32, 32, 3)).astype(np.float32)
+    expected = run_frozen_graph(path, {"input": x}, ["Identity:0"])[0]
+    assert expected.max() > 0.15   # a softmax over 10 classes, far from uniform
+    assert max_abs_error(run_onnx(out, {"input": x})[0], expected) <= 1e-5
