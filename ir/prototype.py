@@ -56,6 +56,8 @@ def check_attr_value(kind: str, value: Any) -> Any:
 
 def infer_attr_type(value: Any) -> str:
     """The attribute type of a plain Python value (for attributes a prototype does not declare)."""
+    if value is None:
+        return "shape"  # TF decodes an unknown-rank shape to None
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):
@@ -67,6 +69,10 @@ def infer_attr_type(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return "tensor"
     if isinstance(value, (list, tuple)):
+        if any(v is None for v in value) and all(
+                v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+                for v in value):
+            return "shape"  # dims with unknown (None) entries
         kinds = {infer_attr_type(v) for v in value}
         if len(kinds) == 1 and next(iter(kinds)) in ("int", "float", "bool", "str"):
             return next(iter(kinds)) + "s"
@@ -74,6 +80,8 @@ def infer_attr_type(value: Any) -> str:
             return "ints"
         if kinds <= {"int", "float"}:
             return "floats"
+        if kinds <= {"shape", "ints"}:
+            return "shapes"
     raise TypeError(f"cannot store {type(value).__name__} as an attribute")
 
 
@@ -194,12 +202,14 @@ _PROTOTYPES: Dict[str, OpPrototype] = {}
 
 def op_prototype(op_type: str, doc: str = "") -> OpPrototype:
     """Declare (register) the prototype of IR op `op_type`; declaring one twice is an error."""
-    if op_type in _PROTOTYPES:
-        raise ValueError(f"op prototype {op_type} is declared twice "
-                         f"({_PROTOTYPES[op_type].module} and this one)")
     import inspect
     frame = inspect.currentframe().f_back
-    proto = OpPrototype(op_type, doc=doc, module=frame.f_globals.get("__name__", "") if frame else "")
+    module = frame.f_globals.get("__name__", "") if frame else ""
+    if op_type in _PROTOTYPES and _PROTOTYPES[op_type].module != module:
+        raise ValueError(f"op prototype {op_type} is declared twice "
+                         f"({_PROTOTYPES[op_type].module} and {module})")
+    # The same module declaring again (a plugin file loaded anew) replaces its prototype.
+    proto = OpPrototype(op_type, doc=doc, module=module)
     _PROTOTYPES[op_type] = proto
     return proto
 

@@ -73,6 +73,11 @@ class _WeightsWriter:
 def _attr_text(node: Node, name: str, value: Any, weights: _WeightsWriter) -> str:
     spec = get_prototype(node.op_type).attrs.get(name) if has_prototype(node.op_type) else None
     kind = spec.type if spec is not None else infer_attr_type(value)
+    if value is not None and kind != "tensor":
+        try:  # write the plain Python value that loading gives back (1 → 1.0 for floats)
+            value = check_attr_value(kind, value)
+        except TypeError:
+            pass
     if value is None:
         payload = "null"
     elif kind == "tensor":

@@ -108,7 +108,7 @@ def test_text_shows_ports_formats_and_shapes(tmp_path):
     assert "Conv2D(x=%x, filter=%w, bias=_)" in text
     assert "%w: float32[3,3,3,4] HWCN" in text
     assert "%concat: float32[?,8,8,12] NCHW origin=NHWC" in text
-    assert "%custom:1: int64[] ND origin=NHWC" in text
+    assert '%"custom:1": int64[] ND origin=NHWC' in text
     assert "SomeCustomOp(in0=%x, in1=_)" in text
     assert "small: float 1e-05" in text and "eps: float 1e-05" in text
     assert 'shp: shape [null, 3, null]' in text and "unknown_shape: shape null" in text
@@ -177,7 +177,7 @@ def test_round_trip_after_verification(tmp_path):
     g = Graph()
     x = g.add_input("x", TensorDesc("float32", (1, 5, 5, 2), "NHWC", "NHWC"))
     w = g.add_const(np.ones((3, 3, 2, 4), np.float32), "w", "HWCN")
-    conv = g.add_node("Conv2D", [x, w], {"strides": [1, 2, 2, 1], "padding": "VALID"}, name="conv")
+    conv = g.add_node("Conv2D", [x, w, None], {"strides": [1, 2, 2, 1], "padding": "VALID"}, name="conv")
     act = g.add_node("LeakyRelu", [conv.outputs[0]], {"alpha": 1}, name="act")
     g.outputs.append(act.outputs[0])
     verify_graph(g)
@@ -189,16 +189,46 @@ def test_round_trip_after_verification(tmp_path):
     assert "conv: float32[1,2,2,4] NHWC" in read(first).decode()
 
 
-def test_undeclared_float_list_with_ints_is_stable(tmp_path):
-    """A mixed int/float list is stored as floats; saving it twice must not change the text."""
+@pytest.mark.parametrize("attrs", [
+    {"scales": [1, 0.5]},                         # mixed ints and floats are floats
+    {"sizes": [np.int64(3), np.int64(4)], "n": np.int32(2), "g": np.float32(0.1)},
+    {"shape": (None, 3), "unknown_rank": None, "known": (2, 3)},   # what TF shapes decode to
+    {"shapes": [(None, 2), None, (4,)]},
+    {"flag": np.bool_(True), "empty": []},
+], ids=["mixed-floats", "numpy-scalars", "shapes", "shape-list", "bool-empty"])
+def test_undeclared_attrs_round_trip(tmp_path, attrs):
+    """Attributes no prototype declares (auto mapping appends them unchanged) keep their
+    values through save/load, and a second save gives the same bytes."""
     g = Graph()
     x = g.add_input("x", TensorDesc("float32", (1,)))
-    node = g.add_node("SomeCustomOp", [x], {"scales": [1, 0.5], "gain": 2.0}, name="n")
+    node = g.add_node("SomeCustomOp", [x], attrs, name="n")
+    g.outputs.append(node.outputs[0])
+    first, second = str(tmp_path / "a.ir"), str(tmp_path / "b.ir")
+    ir_text.save(g, first)
+    loaded = ir_text.load(first)
+    ir_text.save(loaded, second)
+    assert read(first) == read(second)
+    got = loaded.nodes[0].attrs
+    for key, value in attrs.items():
+        if isinstance(value, (list, tuple)) and key != "shape":
+            assert [tuple(v) if isinstance(v, (list, tuple)) else v for v in got[key]] == \
+                [tuple(v) if isinstance(v, (list, tuple)) else v for v in value]
+        else:
+            assert got[key] == value
+            assert type(got[key]) is not np.ndarray
+
+
+def test_declared_attr_values_are_normalised_when_saved(tmp_path):
+    """An unverified graph may hold 1 for a float attribute; the text must not depend on it."""
+    g = Graph()
+    x = g.add_input("x", TensorDesc("float32", (1,)))
+    node = g.add_node("LeakyRelu", [x], {"alpha": 1}, name="n")
     g.outputs.append(node.outputs[0])
     first, second = str(tmp_path / "a.ir"), str(tmp_path / "b.ir")
     ir_text.save(g, first)
     ir_text.save(ir_text.load(first), second)
     assert read(first) == read(second)
+    assert "alpha: float 1.0" in read(first).decode()
 
 
 def test_graph_str_is_the_text_form():
@@ -222,7 +252,7 @@ def _corrupt(tmp_path, find: str, replace: str):
     ("-> %conv", "=> %conv", "expected '->'"),
     ("filter=%w", "filter=%nowhere", "unknown value %nowhere"),
     ("input %u", "inptu %u", "unknown statement"),
-    ('"padding": "SAME"', '"padding": SAME', "bad JSON"),
+    ('padding: str "SAME"', 'padding: str SAME', "bad JSON"),
     ("i: int -3", "i: int \"three\"", "attribute i"),
 ])
 def test_malformed_file_names_the_line(tmp_path, find, replace, message):
