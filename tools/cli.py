@@ -169,9 +169,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"tf2ir: error: {exc}", file=sys.stderr)
         _remove_partial(output)
         return exc.exit_code
+    except OSError as exc:
+        if args.verbose:
+            import traceback
+            traceback.print_exc()
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"tf2ir: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        _remove_partial(output)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         _remove_partial(output)
         return 130
+    except Exception as exc:  # a bug in tf2ir: still one line, the traceback with -v
+        if args.verbose:
+            import traceback
+            traceback.print_exc()
+        model = getattr(args, "model", None) or getattr(args, "ir", None)
+        print(f"tf2ir: error: internal error while handling {model}: {type(exc).__name__}: {exc} "
+              "(run with -v for the traceback)", file=sys.stderr)
+        _remove_partial(output)
+        return EXIT_FAILED
 
 
 def _remove_partial(output: Optional[str]) -> None:

@@ -116,3 +116,10 @@ def test_help_lists_commands_and_exit_statuses():
         assert word in result.stdout
     result = run_cli("convert", "--help")
     assert result.returncode == 0 and "--inputs" in result.stdout and "--emit" in result.stdout
+
+
+def test_unwritable_output(tmp_path):
+    sample = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+    out = str(tmp_path / "no" / "such" / "dir" / "o.onnx")
+    result = run_cli("convert", sample, "-o", out)
+    _assert_clean_failure(result, out, 1, "cannot access", "o.onnx")
