@@ -7,6 +7,7 @@ its prototype's inference sets the output dtypes and shapes. A violation names t
 
 from __future__ import annotations
 
+import copy
 from typing import Optional
 
 from tf2ir.ir.errors import ConversionError
@@ -38,7 +39,7 @@ def verify_node(node: Node, infer: bool = True) -> None:
         if name not in node.attrs:
             if spec.required:
                 raise fail(f"required attribute '{name}' ({spec.type}) is missing")
-            node.attrs[name] = spec.default
+            node.attrs[name] = copy.deepcopy(spec.default)  # never share the prototype's list
             continue
         if node.attrs[name] is None and spec.default is None:
             continue
