@@ -90,6 +90,7 @@ class PortSpec:
     name: str
     kind: str = "required"           # required | optional | dynamic
     dtypes: Optional[Tuple[str, ...]] = None
+    count_attr: Optional[str] = None  # dynamic ports: the attribute holding their count
 
 
 @dataclass
@@ -130,19 +131,27 @@ class OpPrototype:
         self.inputs.append(PortSpec(name, "optional", tuple(dtypes) if dtypes else None))
         return self
 
-    def dynamic_input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
-        if any(p.kind == "dynamic" for p in self.inputs):
-            raise ValueError(f"{self.op_type}: only one dynamic input group is allowed")
-        self.inputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None))
+    def dynamic_input(self, name: str, dtypes: Optional[Sequence[str]] = None,
+                      count_attr: Optional[str] = None) -> "OpPrototype":
+        """Ports name0..nameN-1; N comes from attribute `count_attr`, or from the node's
+        input count when this is the op's only dynamic input group without one."""
+        self._check_dynamic(self.inputs, count_attr)
+        self.inputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None, count_attr))
         return self
 
     def output(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
         self.outputs.append(PortSpec(name, "required", tuple(dtypes) if dtypes else None))
         return self
 
-    def dynamic_output(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
-        self.outputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None))
+    def dynamic_output(self, name: str, dtypes: Optional[Sequence[str]] = None,
+                       count_attr: Optional[str] = None) -> "OpPrototype":
+        self._check_dynamic(self.outputs, count_attr)
+        self.outputs.append(PortSpec(name, "dynamic", tuple(dtypes) if dtypes else None, count_attr))
         return self
+
+    def _check_dynamic(self, specs: List[PortSpec], count_attr: Optional[str]) -> None:
+        if count_attr is None and any(p.kind == "dynamic" and p.count_attr is None for p in specs):
+            raise ValueError(f"{self.op_type}: a second dynamic port group needs a count_attr")
 
     def attr(self, name: str, type: str, default: Any = REQUIRED, doc: str = "") -> "OpPrototype":
         if type not in ATTR_TYPES:
@@ -162,39 +171,65 @@ class OpPrototype:
 
     # -- port naming -------------------------------------------------------------
     @staticmethod
-    def _port_names(specs: List[PortSpec], count: int) -> List[str]:
-        fixed = sum(1 for p in specs if p.kind != "dynamic")
-        names: List[str] = []
+    def _expand(specs: List[PortSpec], count: int, attrs: Optional[Dict[str, Any]]) -> Optional[List[PortSpec]]:
+        """One spec per actual port, or None when `count` ports cannot fit the specs."""
+        attrs = attrs or {}
+        counted = {}
         for spec in specs:
+            if spec.kind == "dynamic" and spec.count_attr and isinstance(attrs.get(spec.count_attr), int):
+                counted[spec.name] = attrs[spec.count_attr]
+        fixed = sum(1 for p in specs if p.kind != "dynamic") + sum(counted.values())
+        free = [p for p in specs if p.kind == "dynamic" and p.name not in counted]
+        if free:
+            counted[free[0].name] = count - fixed
+        if any(n < 0 for n in counted.values()) or fixed + (counted[free[0].name] if free else 0) != count:
+            return None
+        out: List[PortSpec] = []
+        for spec in specs:
+            out.extend([spec] * counted[spec.name] if spec.kind == "dynamic" else [spec])
+        return out
+
+    @staticmethod
+    def _names(expanded: Optional[List[PortSpec]], count: int) -> List[str]:
+        if expanded is None:
+            return [f"in{i}" for i in range(count)]
+        names, seen = [], {}
+        for spec in expanded:
             if spec.kind == "dynamic":
-                names.extend(f"{spec.name}{i}" for i in range(max(count - fixed, 0)))
+                names.append(f"{spec.name}{seen.get(spec.name, 0)}")
+                seen[spec.name] = seen.get(spec.name, 0) + 1
             else:
                 names.append(spec.name)
         return names
 
-    def input_names(self, count: int) -> List[str]:
+    def input_names(self, count: int, attrs: Optional[Dict[str, Any]] = None) -> List[str]:
         """Port names for a node with `count` inputs: dynamic ports expand to x0..xN-1."""
-        return self._port_names(self.inputs, count)
+        return self._names(self._expand(self.inputs, count, attrs), count)
 
-    def output_names(self, count: int) -> List[str]:
-        return self._port_names(self.outputs, count)
+    def output_names(self, count: int, attrs: Optional[Dict[str, Any]] = None) -> List[str]:
+        return self._names(self._expand(self.outputs, count, attrs), count)
 
-    def input_spec(self, count: int) -> List[PortSpec]:
-        fixed = sum(1 for p in self.inputs if p.kind != "dynamic")
-        out: List[PortSpec] = []
-        for spec in self.inputs:
-            out.extend([spec] * (max(count - fixed, 0) if spec.kind == "dynamic" else 1))
-        return out
+    def input_spec(self, count: int, attrs: Optional[Dict[str, Any]] = None) -> List[PortSpec]:
+        return self._expand(self.inputs, count, attrs) or []
 
-    def accepts_input_count(self, count: int) -> bool:
-        fixed = sum(1 for p in self.inputs if p.kind != "dynamic")
-        has_dynamic = any(p.kind == "dynamic" for p in self.inputs)
-        return count >= fixed if has_dynamic else count == fixed
+    def accepts_input_count(self, count: int, attrs: Optional[Dict[str, Any]] = None) -> bool:
+        return self._expand(self.inputs, count, attrs) is not None
 
-    def accepts_output_count(self, count: int) -> bool:
-        fixed = sum(1 for p in self.outputs if p.kind != "dynamic")
-        has_dynamic = any(p.kind == "dynamic" for p in self.outputs)
-        return count >= fixed if has_dynamic else count == fixed
+    def accepts_output_count(self, count: int, attrs: Optional[Dict[str, Any]] = None) -> bool:
+        return self._expand(self.outputs, count, attrs) is not None
+
+    def default_output_count(self, attrs: Optional[Dict[str, Any]] = None) -> Optional[int]:
+        """The output count the attributes imply, or None when a dynamic group has no count."""
+        attrs = attrs or {}
+        total = 0
+        for spec in self.outputs:
+            if spec.kind != "dynamic":
+                total += 1
+            elif spec.count_attr and isinstance(attrs.get(spec.count_attr), int):
+                total += attrs[spec.count_attr]
+            else:
+                return None
+        return total
 
 
 _PROTOTYPES: Dict[str, OpPrototype] = {}

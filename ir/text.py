@@ -96,7 +96,7 @@ def _graph_lines(graph: Graph, indent: str, weights: _WeightsWriter, head: str) 
         lines.append(f"{inner}input %{_name(value.name)}: {_desc_text(value.desc)}")
     for node in graph.nodes:
         proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
-        ports = proto.input_names(len(node.inputs)) if proto else []
+        ports = proto.input_names(len(node.inputs), node.attrs) if proto else []
         if len(ports) != len(node.inputs):
             ports = [f"in{i}" for i in range(len(node.inputs))]
         args = ", ".join(f"{p}={'_' if v is None else '%' + _name(v.name)}"

@@ -22,12 +22,12 @@ def verify_node(node: Node, infer: bool = True) -> None:
     if not has_prototype(node.op_type):
         raise fail(f"IR op type {node.op_type} has no op prototype")
     proto = get_prototype(node.op_type)
-    if not proto.accepts_input_count(len(node.inputs)):
+    if not proto.accepts_input_count(len(node.inputs), node.attrs):
         raise fail(f"has {len(node.inputs)} inputs; prototype expects "
                    f"{', '.join(p.name + ('?' if p.kind == 'optional' else '*' if p.kind == 'dynamic' else '') for p in proto.inputs) or 'none'}")
-    if not proto.accepts_output_count(len(node.outputs)):
+    if not proto.accepts_output_count(len(node.outputs), node.attrs):
         raise fail(f"has {len(node.outputs)} outputs; prototype expects {len(proto.outputs)}")
-    for spec, value in zip(proto.input_spec(len(node.inputs)), node.inputs):
+    for spec, value in zip(proto.input_spec(len(node.inputs), node.attrs), node.inputs):
         if value is None:
             if spec.kind != "optional":
                 raise fail(f"required input '{spec.name}' is missing")

@@ -140,3 +140,27 @@ _reduction("ReduceSum", "ReduceSum", "sum over `axes`")
 _reduction("ReduceMax", "ReduceMax", "maximum over `axes`")
 _reduction("ReduceMin", "ReduceMin", "minimum over `axes`")
 _reduction("ReduceProd", "ReduceProd", "product over `axes`")
+
+bucketize = (op_prototype("BoostedTreesBucketize",
+                          "Per feature i: y_i = how many of bucket_boundaries_i are <= float_values_i.")
+             .dynamic_input("float_values", ("float32",), count_attr="num_features")
+             .dynamic_input("bucket_boundaries", ("float32",), count_attr="num_features")
+             .dynamic_output("y", ("int32",), count_attr="num_features")
+             .attr("num_features", "int"))
+
+
+@bucketize.infer
+def _infer_bucketize(node):
+    n = node.attrs["num_features"]
+    return [TensorDesc("int32", node.inputs[i].desc.shape) for i in range(n)]
+
+
+@bucketize.lower
+def _lower_bucketize(ctx, node):
+    n = node.attrs["num_features"]
+    axis = ctx.constant(np.array([-1], np.int64))
+    for i in range(n):
+        values = ctx.emit("Unsqueeze", [ctx.input(i), axis])[0]          # [batch, 1]
+        above = ctx.emit("GreaterOrEqual", [values, ctx.input(n + i)])[0]  # [batch, k]
+        counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
+        ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)

@@ -15,7 +15,7 @@ from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.plugins.mapping import IrOp
 
 # Ops whose outputs are their inputs: dropped, their consumers read the inputs directly.
-PASSTHROUGH = {"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient",
+PASSTHROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient",
                "CheckNumerics", "EnsureShape"}
 UNSUPPORTED_EXIT = 3
 
@@ -143,7 +143,11 @@ class Converter:
             irop.inputs += [None] * (len(fixed) - len(irop.inputs))
         num_outputs = irop.num_outputs
         if num_outputs is None:
-            num_outputs = sum(1 for p in proto.outputs if p.kind != "dynamic")
+            num_outputs = proto.default_output_count(irop.attrs)
+        if num_outputs is None:
+            raise ConversionError(f"plugin {reg.plugin} does not say how many outputs the "
+                                  f"dynamic outputs of {irop.op_type} have (set op.num_outputs "
+                                  "or use auto_mapping_dynamic)", plugin=reg.plugin)
         ir_node = self.graph.add_node(irop.op_type, irop.inputs, irop.attrs, node.name,
                                       num_outputs=num_outputs)
         for index, (fmt, origin) in irop.output_formats.items():

@@ -3,10 +3,10 @@ The built-in TensorFlow plugins live in `builtin/`, written as a third-party pac
 
 from tf2ir.plugins.spec import hookimpl, hookspec
 from tf2ir.plugins.registry import TENSORFLOW, ImplyType, OpRegistration, register_op
-from tf2ir.plugins.mapping import IrOp, auto_mapping
+from tf2ir.plugins.mapping import DynamicInputOutputInfo, IrOp, auto_mapping, auto_mapping_dynamic
 
 __all__ = ["hookimpl", "hookspec", "TENSORFLOW", "ImplyType", "OpRegistration",
-           "register_op", "IrOp", "auto_mapping", "PluginManager"]
+           "register_op", "IrOp", "auto_mapping", "auto_mapping_dynamic", "DynamicInputOutputInfo", "PluginManager"]
 
 
 def __getattr__(name):

@@ -9,7 +9,8 @@ TF attribute is appended unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -70,3 +71,44 @@ def auto_mapping(src, op: IrOp) -> None:
             op.attrs[name] = check_attr_value(spec.type, value)
         except TypeError as exc:
             raise ConversionError(f"attribute '{name}' cannot map to {spec.type}: {exc}") from None
+
+
+@dataclass
+class DynamicInputOutputInfo:
+    """A dynamic port group whose count a TF attribute holds: the analogue of CANN's
+    DynamicInputOutputInfo. `port_type` is "input" or "output"; the IR ports are named
+    `port_name`0 .. `port_name`N-1 with N = the TF attribute `attr_name`."""
+
+    port_type: str
+    port_name: str
+    attr_name: str
+    ir_attr_name: Optional[str] = None   # the IR count attribute, if named differently
+
+    def __post_init__(self):
+        if self.port_type not in ("input", "output"):
+            raise ValueError(f"port_type must be 'input' or 'output', not {self.port_type!r}")
+
+
+def auto_mapping_dynamic(src, op: IrOp, infos: Sequence[DynamicInputOutputInfo]) -> None:
+    """`auto_mapping`, then each dynamic group's count copied from its TF attribute into the
+    IR count attribute, checked against the node's inputs; outputs are expanded to match."""
+    auto_mapping(src, op)
+    proto = op.prototype
+    for info in infos:
+        count = src.attr(info.attr_name)
+        if isinstance(count, list):          # e.g. IdentityN's T: one dtype per port
+            count = len(count)
+        if not isinstance(count, int):
+            raise ConversionError(f"dynamic {info.port_type} '{info.port_name}' needs integer "
+                                  f"attribute '{info.attr_name}', got {count!r}")
+        ports = [] if proto is None else proto.inputs if info.port_type == "input" else proto.outputs
+        spec = next((p for p in ports if p.name == info.port_name and p.kind == "dynamic"), None)
+        if spec is None:
+            raise ConversionError(f"IR op {op.op_type} has no dynamic {info.port_type} "
+                                  f"'{info.port_name}'")
+        op.attrs[info.ir_attr_name or spec.count_attr or info.attr_name] = count
+    if proto is not None and not proto.accepts_input_count(len(op.inputs), op.attrs):
+        raise ConversionError(f"{len(op.inputs)} inputs do not fit the dynamic counts "
+                              f"{ {i.attr_name: src.attr(i.attr_name) for i in infos} }")
+    if proto is not None and op.num_outputs is None:
+        op.num_outputs = proto.default_output_count(op.attrs)

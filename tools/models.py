@@ -40,10 +40,12 @@ def randomize_batch_norms(model, seed: int = 0) -> None:
 
 
 def freeze_function(fn, input_spec, path: str) -> List[str]:
-    """Freeze a tf.function for `input_spec` into a GraphDef at `path`; return output names."""
+    """Freeze a tf.function for `input_spec` (one TensorSpec or a list, one per argument)
+    into a GraphDef at `path`; return the output tensor names."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-    concrete = tf.function(fn).get_concrete_function(input_spec)
+    specs = input_spec if isinstance(input_spec, (list, tuple)) else [input_spec]
+    concrete = tf.function(fn).get_concrete_function(*specs)
     frozen = convert_variables_to_constants_v2(concrete)
     graph_def = frozen.graph.as_graph_def()
     tmp = path + ".tmp"

@@ -1,6 +1,8 @@
 """Built-in mappings for TF's array ops (reshape, slice, pad, pack, concat, cast, shape)."""
 
-from tf2ir.plugins import auto_mapping, hookimpl, register_op
+from tf2ir.plugins import (
+    DynamicInputOutputInfo, auto_mapping, auto_mapping_dynamic, hookimpl, register_op,
+)
 
 
 def parse_squeeze(src, op):
@@ -22,13 +24,17 @@ def parse_pad(src, op):
     op.set_attr("mode", src.attr("mode", "CONSTANT"))
 
 
-def parse_pack(src, op):
-    auto_mapping(src, op)
-    op.attrs.pop("N", None)
+def dynamic(port_type, port, attr):
+    """A parse fn for one dynamic port group counted by TF attribute `attr`."""
+    def parse(src, op):
+        auto_mapping_dynamic(src, op, [DynamicInputOutputInfo(port_type, port, attr)])
+    return parse
 
 
-def parse_concat(src, op):
-    op.attrs.clear()
+def parse_identity_n(src, op):
+    """IdentityN has no count attribute: T lists one dtype per port, on both sides."""
+    auto_mapping_dynamic(src, op, [DynamicInputOutputInfo("input", "x", "T", "N"),
+                                   DynamicInputOutputInfo("output", "y", "T", "N")])
 
 
 MAPPINGS = [
@@ -39,8 +45,12 @@ MAPPINGS = [
     register_op("Cast").origin_op_type("Cast").parse_params_fn(parse_cast),
     register_op("Transpose").origin_op_type("Transpose"),
     register_op("Pad").origin_op_type("Pad", "PadV2", "MirrorPad").parse_params_fn(parse_pad),
-    register_op("Pack").origin_op_type("Pack").parse_params_fn(parse_pack),
-    register_op("ConcatV2").origin_op_type("ConcatV2").parse_params_fn(parse_concat),
+    register_op("Pack").origin_op_type("Pack").parse_params_fn(dynamic("input", "x", "N")),
+    register_op("ConcatV2").origin_op_type("ConcatV2").parse_params_fn(dynamic("input", "x", "N")),
+    register_op("Unpack").origin_op_type("Unpack").parse_params_fn(dynamic("output", "y", "num")),
+    register_op("Split").origin_op_type("Split").parse_params_fn(dynamic("output", "y", "num_split")),
+    register_op("SplitV").origin_op_type("SplitV").parse_params_fn(dynamic("output", "y", "num_split")),
+    register_op("IdentityN").origin_op_type("IdentityN").parse_params_fn(parse_identity_n),
     register_op("StridedSlice").origin_op_type("StridedSlice"),
 ]
 

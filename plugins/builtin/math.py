@@ -1,12 +1,22 @@
 """Built-in mappings for TF's math ops (elementwise arithmetic, MatMul, reductions)."""
 
-from tf2ir.plugins import auto_mapping, hookimpl, register_op
+from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
 
 
 def parse_matmul(src, op):
     """TF names the transposes transpose_a/transpose_b; the IR op says x1/x2."""
     op.set_attr("transpose_x1", bool(src.attr("transpose_a", False)))
     op.set_attr("transpose_x2", bool(src.attr("transpose_b", False)))
+
+
+def parse_bucketize(src, op):
+    """The guide's dynamic I/O example: both input groups and the output group are counted
+    by num_features."""
+    auto_mapping_dynamic(src, op, [
+        DynamicInputOutputInfo("input", "float_values", "num_features"),
+        DynamicInputOutputInfo("input", "bucket_boundaries", "num_features"),
+        DynamicInputOutputInfo("output", "y", "num_features"),
+    ])
 
 
 _ELEMENTWISE = {
@@ -23,7 +33,9 @@ _REDUCTIONS = {"ReduceMean": "Mean", "ReduceSum": "Sum", "ReduceMax": "Max",
 MAPPINGS = (
     [register_op(ir).origin_op_type(*tf) for ir, tf in _ELEMENTWISE.items()]
     + [register_op(ir).origin_op_type(tf) for ir, tf in _REDUCTIONS.items()]
-    + [register_op("MatMul").origin_op_type("MatMul").parse_params_fn(parse_matmul)]
+    + [register_op("MatMul").origin_op_type("MatMul").parse_params_fn(parse_matmul),
+       register_op("BoostedTreesBucketize").origin_op_type("BoostedTreesBucketize")
+       .parse_params_fn(parse_bucketize)]
 )
 
 
