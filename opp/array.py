@@ -180,7 +180,7 @@ def _lower_pad(ctx, node):
 
 # -- packing --------------------------------------------------------------------------------
 pack = op_prototype("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
-    .dynamic_input("x").output("y").attr("axis", "int", 0)
+    .dynamic_input("x", count_attr="N").output("y").attr("N", "int").attr("axis", "int", 0)
 
 
 @pack.infer
@@ -201,7 +201,7 @@ def _lower_pack(ctx, node):
 
 
 concat = op_prototype("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
-    .dynamic_input("x").input("concat_dim", INDEX_TYPES).output("y")
+    .dynamic_input("x", count_attr="N").input("concat_dim", INDEX_TYPES).output("y").attr("N", "int")
 
 
 @concat.infer
@@ -225,6 +225,110 @@ def _lower_concat(ctx, node):
         raise ConversionError("the concat axis must be constant")
     a = normalize_axis(axis[0], node.inputs[0].desc.rank)
     ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
+
+
+unpack = op_prototype("Unpack", "Unstacks x along `axis` into y0..yN-1 (N = num).") \
+    .input("x").dynamic_output("y", count_attr="num").attr("num", "int").attr("axis", "int", 0)
+
+
+@unpack.infer
+def _infer_unpack(node):
+    x = node.inputs[0].desc
+    if x.shape is None:
+        return [TensorDesc(x.dtype, None) for _ in node.outputs]
+    a = normalize_axis(node.attrs["axis"], len(x.shape))
+    if x.shape[a] not in (None, node.attrs["num"]):
+        raise ConversionError(f"dim {a} has size {x.shape[a]}, not num={node.attrs['num']}")
+    shape = x.shape[:a] + x.shape[a + 1:]
+    return [TensorDesc(x.dtype, shape) for _ in node.outputs]
+
+
+@unpack.lower
+def _lower_unpack(ctx, node):
+    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank)
+    axes = ctx.constant(np.array([a], np.int64))
+    parts = ctx.emit("Split", [ctx.input(0)], len(node.outputs), axis=a, num_outputs=len(node.outputs))
+    for i, part in enumerate(parts):
+        ctx.emit("Squeeze", [part, axes], [ctx.output(i)])
+
+
+def _split_sizes(total, sizes, count):
+    """Concrete split sizes (one -1 in `sizes` takes the rest), or None when unknown."""
+    if sizes is None:
+        if total is None or total % count:
+            return None if total is None else [-1]
+        return [total // count] * count
+    if -1 in sizes:
+        if total is None:
+            return None
+        sizes = list(sizes)
+        sizes[sizes.index(-1)] = total - sum(s for s in sizes if s != -1)
+    return list(sizes)
+
+
+def _infer_split(node, x_index, axis, sizes):
+    x = node.inputs[x_index].desc
+    count = len(node.outputs)
+    if x.shape is None or axis is None:
+        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank) for _ in node.outputs]
+    a = normalize_axis(axis, len(x.shape))
+    parts = _split_sizes(x.shape[a], sizes, count)
+    if parts == [-1]:
+        raise ConversionError(f"dim {a} of size {x.shape[a]} does not split into {count} parts")
+    out = []
+    for i in range(count):
+        shape = list(x.shape)
+        shape[a] = None if parts is None else parts[i]
+        out.append(TensorDesc(x.dtype, tuple(shape), x.format, x.origin_format))
+    return out
+
+
+def _lower_split(ctx, node, x_index, axis_index, sizes):
+    axis = const_ints(node, axis_index)
+    if axis is None:
+        raise ConversionError("the split axis must be constant")
+    a = normalize_axis(axis[0], node.inputs[x_index].desc.rank)
+    outputs = [ctx.output(i) for i in range(len(node.outputs))]
+    if sizes is None:
+        ctx.emit("Split", [ctx.input(x_index)], outputs, axis=a, num_outputs=len(outputs))
+        return
+    shape = node.inputs[x_index].desc.shape
+    parts = _split_sizes(shape[a] if shape else None, sizes, len(outputs))
+    if parts is None:
+        raise ConversionError("split sizes with -1 need a known dim size")
+    ctx.emit("Split", [ctx.input(x_index), ctx.constant(np.array(parts, np.int64))], outputs, axis=a)
+
+
+split = op_prototype("Split", "Splits x into num_split equal parts y0..yN-1 along split_dim.") \
+    .input("split_dim", INDEX_TYPES).input("x").dynamic_output("y", count_attr="num_split") \
+    .attr("num_split", "int")
+split.infer(lambda node: _infer_split(node, 1, (const_ints(node, 0) or [None])[0], None))
+split.lower(lambda ctx, node: _lower_split(ctx, node, 1, 0, None))
+
+split_v = op_prototype("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
+    .input("x").input("size_splits", INDEX_TYPES).input("split_dim", INDEX_TYPES) \
+    .dynamic_output("y", count_attr="num_split").attr("num_split", "int")
+split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1)))
+
+
+@split_v.lower
+def _lower_split_v(ctx, node):
+    sizes = const_ints(node, 1)
+    if sizes is None:
+        raise ConversionError("size_splits must be constant")
+    _lower_split(ctx, node, 0, 2, sizes)
+
+
+identity_n = op_prototype("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
+    .dynamic_input("x", count_attr="N").dynamic_output("y", count_attr="N").attr("N", "int")
+identity_n.infer(lambda node: [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
+                               for v in node.inputs])
+
+
+@identity_n.lower
+def _lower_identity_n(ctx, node):
+    for i in range(len(node.inputs)):
+        ctx.emit("Identity", [ctx.input(i)], [ctx.output(i)])
 
 
 # -- strided slice --------------------------------------------------------------------------
@@ -278,8 +382,11 @@ def dense_slice_spec(rank, begin, end, strides, attrs):
 def _infer_strided_slice(node):
     x = node.inputs[0].desc
     begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
-    if x.shape is None or begin is None or end is None or strides is None:
+    if x.shape is None or strides is None:
         return [TensorDesc(x.dtype, None)]
+    bounds_known = begin is not None and end is not None
+    if not bounds_known:  # the rank still follows from the strides and the masks
+        begin = end = [0] * len(strides)
     shape = []
     for entry in dense_slice_spec(len(x.shape), begin, end, strides, node.attrs):
         if entry[0] == "new":
@@ -289,6 +396,8 @@ def _infer_strided_slice(node):
         if shrink:
             continue
         size = x.shape[dim]
+        if not bounds_known and (start, stop, step) != (None, None, 1):
+            size = None
         shape.append(None if size is None else len(range(*slice(start, stop, step).indices(size))))
     return [TensorDesc(x.dtype, tuple(shape))]
 

@@ -19,9 +19,23 @@ def _explicit_pads(node, data_format):
     return spatial_attrs(pairs, data_format)
 
 
-def _onnx_pads(node, data_format):
+def _onnx_pads(node, data_format, kernel):
     """ONNX pads/auto_pad attributes for a TF padding attribute."""
     padding = node.attrs["padding"]
+    dilations = spatial_attrs(node.attrs.get("dilations") or [1] * len(data_format), data_format)
+    if padding == "SAME" and any(d != 1 for d in dilations):
+        # onnxruntime rejects auto_pad SAME_* with dilations: give TF's SAME pads explicitly.
+        x = node.inputs[0].desc
+        spatial = spatial_attrs(x.shape, data_format) if x.shape is not None else [None]
+        if None in spatial:
+            raise ConversionError("SAME padding with dilations needs known spatial dims")
+        strides = spatial_attrs(node.attrs["strides"], data_format)
+        begins, ends = [], []
+        for size, k, stride, dilation in zip(spatial, kernel, strides, dilations):
+            total = max((-(-size // stride) - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+            begins.append(total // 2)
+            ends.append(total - total // 2)
+        return {"pads": begins + ends}
     if padding == "SAME":
         return {"auto_pad": "SAME_UPPER"}
     if padding == "VALID":
@@ -86,7 +100,7 @@ def _lower_conv(ctx, node, depthwise=False):
     emit_channels_first(ctx, fmt, "Conv", inputs, strides=spatial_attrs(node.attrs["strides"], fmt),
                         dilations=dilations, group=groups if groups != 1 else None,
                         kernel_shape=list(node.inputs[1].desc.shape[:2]),
-                        **_onnx_pads(node, fmt))
+                        **_onnx_pads(node, fmt, list(node.inputs[1].desc.shape[:2])))
 
 
 def _infer_conv(node, depthwise=False):
@@ -127,7 +141,7 @@ def _pool(op_type, onnx_op, doc):
         emit_channels_first(ctx, fmt, onnx_op, [ctx.input(0)],
                             kernel_shape=spatial_attrs(node.attrs["ksize"], fmt),
                             strides=spatial_attrs(node.attrs["strides"], fmt),
-                            **_onnx_pads(node, fmt), **extra)
+                            **_onnx_pads(node, fmt, spatial_attrs(node.attrs["ksize"], fmt)), **extra)
     return proto
 
 
