@@ -164,3 +164,28 @@ def _lower_bucketize(ctx, node):
         above = ctx.emit("GreaterOrEqual", [values, ctx.input(n + i)])[0]  # [batch, k]
         counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
         ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)
+
+top_k = (op_prototype("TopK", "The k largest (or smallest) entries along `dim`, with their indices.")
+         .input("x", NUMBER_TYPES).input("k", INDEX_TYPES).output("values").output("indices", INDEX_TYPES)
+         .attr("sorted", "bool", True).attr("dim", "int", -1).attr("largest", "bool", True)
+         .attr("index_type", "dtype", "int32"))
+
+
+@top_k.infer
+def _infer_top_k(node):
+    x, k = node.inputs[0].desc, const_ints(node, 1)
+    shape = None
+    if x.shape is not None:
+        dim = normalize_axis(node.attrs["dim"], len(x.shape))
+        shape = tuple((k[0] if k else None) if i == dim else d for i, d in enumerate(x.shape))
+    return [TensorDesc(x.dtype, shape), TensorDesc(node.attrs["index_type"], shape)]
+
+
+@top_k.lower
+def _lower_top_k(ctx, node):
+    from tf2ir.opp.common import cast_from_int64
+    k = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
+    indices = ctx.fresh("indices")
+    ctx.emit("TopK", [ctx.input(0), k], [ctx.output(0), indices], axis=node.attrs["dim"],
+             largest=int(node.attrs["largest"]), sorted=int(node.attrs["sorted"]))
+    cast_from_int64(ctx, indices, node.attrs["index_type"], ctx.output(1))

@@ -1,6 +1,8 @@
 """Built-in mappings for TF's math ops (elementwise arithmetic, MatMul, reductions)."""
 
-from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
+from tf2ir.plugins import (
+    DynamicInputOutputInfo, ImplyType, auto_mapping, auto_mapping_dynamic, hookimpl, register_op,
+)
 
 
 def parse_matmul(src, op):
@@ -19,6 +21,14 @@ def parse_bucketize(src, op):
     ])
 
 
+def parse_top_k(src, op):
+    """The guide's computed-attribute example: `sorted` maps by name; TF has no `dim` or
+    `largest`, TopKV2 always works on the last dim and takes the largest."""
+    auto_mapping(src, op)
+    op.set_attr("dim", -1)
+    op.set_attr("largest", True)
+
+
 _ELEMENTWISE = {
     "Add": ("Add", "AddV2"), "Sub": ("Sub",), "Mul": ("Mul",), "RealDiv": ("RealDiv",),
     "Maximum": ("Maximum",), "Minimum": ("Minimum",), "Pow": ("Pow",),
@@ -34,6 +44,8 @@ MAPPINGS = (
     [register_op(ir).origin_op_type(*tf) for ir, tf in _ELEMENTWISE.items()]
     + [register_op(ir).origin_op_type(tf) for ir, tf in _REDUCTIONS.items()]
     + [register_op("MatMul").origin_op_type("MatMul").parse_params_fn(parse_matmul),
+       register_op("TopK").framework_type("TENSORFLOW").origin_op_type("TopKV2")
+       .parse_params_fn(parse_top_k).imply_type(ImplyType.TVM),
        register_op("BoostedTreesBucketize").origin_op_type("BoostedTreesBucketize")
        .parse_params_fn(parse_bucketize)]
 )
