@@ -3,6 +3,7 @@ directories), collects their op mappings and resolves which plugin maps each TF 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -104,7 +105,9 @@ class PluginManager:
                 if not isinstance(reg, OpRegistration):
                     raise ConversionError(f"tf2ir_op_mappings returned {type(reg).__name__}, "
                                           "expected register_op(...) results", plugin=impl.plugin_name)
-                reg.plugin, reg.source = impl.plugin_name, source
+                # A copy: a plugin's registrations are module-level objects shared by managers.
+                reg = dataclasses.replace(reg, origin_types=list(reg.origin_types),
+                                          plugin=impl.plugin_name, source=source)
                 self.registrations.append(reg)
                 for origin in reg.origin_types:
                     claims.setdefault(origin, []).append(reg)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -45,9 +47,9 @@ def build_graph() -> Graph:
         "data_format": "NHWC", "explicit_paddings": []}, name="conv")
     conv.outputs[0].desc = TensorDesc("float32", (None, 8, 8, 4), "NHWC", "NHWC")
     concat = g.add_node("ConcatV2", [conv.outputs[0], conv.outputs[0], conv.outputs[0], axis],
-                        name="concat")
+                        {"N": 3}, name="concat")
     concat.outputs[0].desc = TensorDesc("float32", (None, 8, 8, 12), "NCHW", "NHWC")
-    pack = g.add_node("Pack", [ints, spaced], {"axis": 0}, name="pack")
+    pack = g.add_node("Pack", [ints, spaced], {"axis": 0, "N": 2}, name="pack")
     pack.outputs[0].desc = TensorDesc("int32", (2, 2))
     everything = g.add_node(ALL_ATTRS_OP, [u], {
         "i": -3, "f": 2.5, "small": 1e-05, "b": True, "s": 'quote " and unicode \u00e9',
@@ -164,7 +166,6 @@ def test_weights_are_aligned_and_viewed(tmp_path):
     path = str(tmp_path / "m.ir")
     ir_text.save(build_graph(), path)
     text = read(path).decode()
-    import json, re
     offsets = [json.loads(m)["offset"] for m in re.findall(r'value: tensor (\{[^}]*"offset"[^}]*\})', text)]
     assert offsets and all(o % 64 == 0 for o in offsets)
     loaded = ir_text.load(path)

@@ -267,9 +267,9 @@ def infer_one(op_type, input_descs, attrs=None, const_inputs=(), num_outputs=1):
     ("Shape", [f32(None, 3, 4)], {}, [], TensorDesc("int32", (3,))),
     ("Transpose", [f32(2, 3, 4)], {}, [(1, np.array([2, 0, 1], np.int32))], f32(4, 2, 3)),
     ("Pad", [f32(2, 3)], {}, [(1, np.array([[1, 0], [2, 3]], np.int32)), (2, None)], f32(3, 8)),
-    ("Pack", [f32(2, 3), f32(2, 3), f32(2, 3)], {"axis": -1}, [], f32(2, 3, 3)),
-    ("ConcatV2", [f32(2, None), f32(2, 5)], {}, [(2, np.array(1, np.int32))], f32(2, None)),
-    ("ConcatV2", [f32(2, 4), f32(3, 4)], {}, [(2, np.array(0, np.int32))], f32(5, 4)),
+    ("Pack", [f32(2, 3), f32(2, 3), f32(2, 3)], {"axis": -1, "N": 3}, [], f32(2, 3, 3)),
+    ("ConcatV2", [f32(2, None), f32(2, 5)], {"N": 2}, [(2, np.array(1, np.int32))], f32(2, None)),
+    ("ConcatV2", [f32(2, 4), f32(3, 4)], {"N": 2}, [(2, np.array(0, np.int32))], f32(5, 4)),
     ("StridedSlice", [f32(5, 6, 7)], {"shrink_axis_mask": 1, "new_axis_mask": 4},
      [(1, np.array([1, 0, 0], np.int32)), (2, np.array([2, 4, 0], np.int32)),
       (3, np.array([1, 2, 1], np.int32))], f32(2, 1, 7)),
@@ -280,6 +280,16 @@ def infer_one(op_type, input_descs, attrs=None, const_inputs=(), num_outputs=1):
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_inferred_shapes(op_type, descs, attrs, const_inputs, expected):
     assert infer_one(op_type, descs, attrs, const_inputs) == [expected]
+
+
+def test_strided_slice_rank_is_known_without_constant_bounds():
+    """Fed begin/end: the rank still follows from the strides and masks; sliced dims are
+    unknown, dims an ellipsis or a full mask keeps stay known."""
+    index = TensorDesc("int32", (4,))
+    shape = infer_one("StridedSlice", [f32(5, 6, 7, 8), index, index],
+                      {"shrink_axis_mask": 0b0001, "new_axis_mask": 0b0100, "ellipsis_mask": 0b1000},
+                      [(3, np.array([1, 1, 1, 1], np.int32))])[0].shape
+    assert shape == (None, 1, 7, 8)
 
 
 def test_const_inference_keeps_the_format():
