@@ -138,8 +138,10 @@ def build_model(graph: Graph, model_name: Optional[str] = None):
         nodes, graph.name,
         [value_info(v.name, v.desc) for v in graph.inputs],
         [value_info(v.name, v.desc) for v in graph.outputs])
+    domains = sorted({n.domain for n in nodes if n.domain and n.domain != "ai.onnx"})
     model = helper.make_model(onnx_graph, producer_name="tf2ir",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
+                              opset_imports=[helper.make_opsetid("", OPSET)]
+                              + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
 

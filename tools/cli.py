@@ -68,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
                                          "plugin that maps it.")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     _add_common(plugins)
+
+    new_plugin = sub.add_parser(
+        "new-plugin", help="write an installable plugin package for a TF op type",
+        description="Write NAME/ (setup.cfg with the tf2ir entry point, a plugin module and a "
+                    "passing test) mapping TF op type --origin-op to an IR op. Then: pip install NAME/")
+    new_plugin.add_argument("name", help="package name, e.g. my_ops")
+    new_plugin.add_argument("--origin-op", required=True, metavar="TYPE", help="TF op type to map")
+    new_plugin.add_argument("--ir-op", metavar="TYPE",
+                            help="map to this existing IR op (default: declare a new IR op named TYPE)")
+    new_plugin.add_argument("-o", "--out-dir", default=".", help="where to create NAME/")
+    new_plugin.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     return parser
 
 
@@ -150,7 +161,15 @@ def cmd_plugins(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins}
+def cmd_new_plugin(args) -> int:
+    from tf2ir.tools.scaffold import write_plugin_package
+    root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op)
+    print(f"wrote {root}: pip install {root} && tf2ir plugins | grep {args.origin_op}")
+    return EXIT_OK
+
+
+COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
+            "new-plugin": cmd_new_plugin}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
