@@ -27,6 +27,7 @@ class ConversionReport:
     kept_nodes: int = 0
     ir_nodes: int = 0
     plugins_used: Dict[str, int] = field(default_factory=dict)
+    op_types: Dict[str, int] = field(default_factory=dict)   # TF op types converted → count
     phases: Dict[str, float] = field(default_factory=dict)
 
 
@@ -82,6 +83,7 @@ class Converter:
                                       "of the graph", model=self.model, exit_code=2)
         for name in order:
             node = self.tf[name]
+            self.report.op_types[node.op_type] = self.report.op_types.get(node.op_type, 0) + 1
             if any((src, port) not in self.values for src, port in node.inputs):
                 # An input failed to convert (reported already); keep looking for op
                 # types no plugin maps, so one report lists them all.

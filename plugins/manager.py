@@ -39,6 +39,7 @@ class PluginManager:
     def __init__(self, plugin_dirs: Iterable[str] = (), entry_points: bool = True,
                  use_env: bool = True):
         self.pm = pluggy.PluginManager(spec.PROJECT)
+        self.packages: Dict[str, str] = {}   # plugin name → the distribution that installed it
         self.pm.add_hookspecs(spec)
         if entry_points:
             self._load_entry_points()
@@ -67,6 +68,8 @@ class PluginManager:
                 raise ConversionError(f"cannot load plugin entry point '{ep.value}': "
                                       f"{type(exc).__name__}: {exc}", plugin=ep.name) from exc
             self.pm.register(plugin, name=ep.name)
+            if getattr(ep, "dist", None) is not None:
+                self.packages[ep.name] = f"{ep.dist.name} {ep.dist.version}"
 
     def load_path(self, path: str) -> None:
         """Register a plugin file, or every `*.py` file of a plugin directory."""
@@ -96,6 +99,8 @@ class PluginManager:
         claims: Dict[str, List[OpRegistration]] = {}
         for impl in self.pm.hook.tf2ir_op_mappings.get_hookimpls():
             source = getattr(impl.plugin, "__file__", None) or repr(impl.plugin)
+            if impl.plugin_name in self.packages:
+                source = f"{self.packages[impl.plugin_name]} ({source})"
             try:
                 registrations = list(impl.function() or [])
             except Exception as exc:
@@ -122,6 +127,11 @@ class PluginManager:
                         op_type=origin, plugin=regs[0].plugin)
                 self.overrides.append(Override(origin, regs[0], regs[1:]))
             self.registry[origin] = regs[0]
+
+    def overrides_for(self, origin_types) -> List[Override]:
+        """The overrides that decide how these origin op types are mapped."""
+        wanted = set(origin_types)
+        return [o for o in self.overrides if o.origin_type in wanted]
 
     def lookup(self, origin_type: str) -> Optional[OpRegistration]:
         return self.registry.get(origin_type)

@@ -110,6 +110,8 @@ def cmd_convert(args) -> int:
     with _timed(phases, "plugins"):
         manager = _manager(args)
     graph, report = convert_file(args.model, manager, shapes, outputs)
+    for override in manager.overrides_for(report.op_types):
+        print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent
     for name, seconds in report.phases.items():
         log.info("%-8s %.3f s", name, seconds)
     with _timed(phases, "save" if emit == "ir" else "compile"):

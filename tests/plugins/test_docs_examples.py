@@ -53,6 +53,7 @@ def test_docs_example(name, freeze, tmp_path):
     ir_path, onnx_path = str(tmp_path / "m.ir"), str(tmp_path / "m.onnx")
     result = run_cli("convert", path, "-o", ir_path, "--plugin-dir", str(folder))
     assert result.returncode == 0, result.stderr
+    assert "tf2ir: note: " in result.stderr and "overrides builtin_" in result.stderr  # never silent
     text = open(ir_path).read()
     for needle in needles:
         assert needle in text

@@ -35,6 +35,7 @@ def test_installed_plugin_is_listed(installed):
     assert result.returncode == 0, result.stderr
     row = next(r for r in json.loads(result.stdout) if r["origin_op_type"] == "Lgamma")
     assert row["plugin"] == "lgamma_ops" and row["ir_op_type"] == "Lgamma"
+    assert row["source"].startswith("lgamma_ops 0.1.0 (")     # the installed package, named
     assert row["imply_type"] == "CUSTOM"
 
 
