@@ -35,12 +35,7 @@ def _name(text: str) -> str:
 
 
 def _desc_text(desc: TensorDesc) -> str:
-    text = f"{desc.dtype}{desc.shape_text()}"
-    if desc.format != "ND" or desc.origin_format != "ND":
-        text += f" {desc.format}"
-        if desc.origin_format != desc.format:
-            text += f" origin={desc.origin_format}"
-    return text
+    return str(desc)   # TensorDesc's own text form is the saved one
 
 
 class _WeightsWriter:
