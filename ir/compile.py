@@ -11,6 +11,7 @@ from onnx import helper
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node, Value
 from tf2ir.ir.onnx_writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
+from tf2ir.ir.passes import fold_constants, inline_subgraphs
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import TensorDesc
 
@@ -120,7 +121,10 @@ def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
 
 
 def build_model(graph: Graph, model_name: Optional[str] = None):
-    """Return (ModelProto without initializers, list of used initializers)."""
+    """Return (ModelProto without initializers, list of used initializers). Subgraphs of
+    PartitionedCall nodes are inlined into `graph` first and constants folded (in place)."""
+    inline_subgraphs(graph)
+    fold_constants(graph)
     ctx = lower_graph(graph, model=model_name)
     used = {name for n in ctx.nodes for name in n.input}
     outputs = [v.name for v in graph.outputs]

@@ -107,6 +107,7 @@ class AttrSpec:
 
 InferFn = Callable[["Node"], List[TensorDesc]]
 LowerFn = Callable[[Any, "Node"], None]
+FoldFn = Callable[["Node", List[np.ndarray]], List[np.ndarray]]
 
 
 @dataclass
@@ -119,6 +120,7 @@ class OpPrototype:
     attrs: Dict[str, AttrSpec] = field(default_factory=dict)
     infer_fn: Optional[InferFn] = None
     lower_fn: Optional[LowerFn] = None
+    fold_fn: Optional[FoldFn] = None
     doc: str = ""
     module: str = ""
 
@@ -163,6 +165,12 @@ class OpPrototype:
 
     def infer(self, fn: InferFn) -> InferFn:
         self.infer_fn = fn
+        return fn
+
+    def fold(self, fn: FoldFn) -> FoldFn:
+        """numpy evaluation for constant inputs, used by constant folding:
+        fn(node, input arrays) → output arrays."""
+        self.fold_fn = fn
         return fn
 
     def lower(self, fn: LowerFn) -> LowerFn:

@@ -453,3 +453,31 @@ def _lower_strided_slice(ctx, node):
                            [ctx.output(0)])[0]
     if current != ctx.output(0):
         ctx.emit("Identity", [current], [ctx.output(0)])
+
+
+# -- gather ---------------------------------------------------------------------------------
+gather_v2 = op_prototype("GatherV2", "Slices of x at `indices` along the dim given by input `axis`.") \
+    .input("x").input("indices", INDEX_TYPES).input("axis", INDEX_TYPES).output("y") \
+    .attr("batch_dims", "int", 0)
+
+
+@gather_v2.infer
+def _infer_gather_v2(node):
+    x, indices, axis = node.inputs[0].desc, node.inputs[1].desc, const_ints(node, 2)
+    batch = node.attrs["batch_dims"]
+    if x.shape is None or indices.shape is None or axis is None:
+        rank = None if x.rank is None or indices.rank is None else x.rank + indices.rank - 1 - batch
+        return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
+    a = normalize_axis(axis[0], len(x.shape))
+    return [TensorDesc(x.dtype, x.shape[:a] + indices.shape[batch:] + x.shape[a + 1:])]
+
+
+@gather_v2.lower
+def _lower_gather_v2(ctx, node):
+    axis = const_ints(node, 2)
+    if axis is None:
+        raise ConversionError("the gather axis must be constant")
+    if node.attrs["batch_dims"] != 0:
+        raise ConversionError("batch_dims other than 0 is not supported")
+    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
+    ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)

@@ -67,6 +67,14 @@ _unary("Exp", "e ** x", _direct("Exp"))
 _unary("Log", "natural logarithm", _direct("Log"))
 _unary("Reciprocal", "1 / x", _direct("Reciprocal"))
 _unary("Erf", "error function", _direct("Erf"))
+
+
+def _lower_erfc(ctx, node):
+    one = ctx.constant(np.array(1, node.inputs[0].desc.dtype))
+    ctx.emit("Sub", [one, ctx.emit("Erf", [ctx.input(0)])[0]], [ctx.output(0)])
+
+
+_unary("Erfc", "1 - erf(x) (complementary error function)", _lower_erfc)
 _unary("Floor", "round down", _direct("Floor"))
 _unary("Ceil", "round up", _direct("Ceil"))
 _unary("Sin", "sine", _direct("Sin"))

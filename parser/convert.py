@@ -11,8 +11,11 @@ import numpy as np
 from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
 from tf2ir.ir.verify import verify_node
 from tf2ir.parser.attrs import ir_dtype
+from tf2ir.parser.functions import inline_functions
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
+from tf2ir.parser.scope_fusion import apply_scope_fusion
 from tf2ir.plugins.mapping import IrOp
+from tf2ir.plugins.subgraph import SUBGRAPH_KEY, build_subgraph
 
 # Ops whose outputs are their inputs: dropped, their consumers read the inputs directly.
 PASSTHROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient",
@@ -28,6 +31,7 @@ class ConversionReport:
     ir_nodes: int = 0
     plugins_used: Dict[str, int] = field(default_factory=dict)
     op_types: Dict[str, int] = field(default_factory=dict)   # TF op types converted → count
+    fusions: Dict[str, int] = field(default_factory=dict)    # fusion pass → matches fused
     phases: Dict[str, float] = field(default_factory=dict)
 
 
@@ -130,6 +134,7 @@ class Converter:
         irop = IrOp(reg.ir_type, node.name, inputs, self.graph)
         try:
             reg.parse_fn(node, irop)
+            subgraph = build_subgraph(reg, node, irop)   # one-to-many: PartitionedCall
         except ConversionError as exc:
             raise exc.located(plugin=reg.plugin)
         except Exception as exc:
@@ -152,6 +157,8 @@ class Converter:
                                   "or use auto_mapping_dynamic)", plugin=reg.plugin)
         ir_node = self.graph.add_node(irop.op_type, irop.inputs, irop.attrs, node.name,
                                       num_outputs=num_outputs)
+        if subgraph is not None:
+            ir_node.subgraphs[SUBGRAPH_KEY] = subgraph
         for index, (fmt, origin) in irop.output_formats.items():
             ir_node.outputs[index].desc.set_format(fmt, origin)
         try:
@@ -235,24 +242,33 @@ def _graph_name(model: str) -> str:
 
 
 def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, outputs=None,
-                      ) -> Tuple[Graph, ConversionReport]:
-    """GraphDef → IR graph (verified), with the report of what was done."""
+                      fusion: Optional[Dict[str, bool]] = None) -> Tuple[Graph, ConversionReport]:
+    """GraphDef → IR graph (verified), with the report of what was done. `fusion` switches
+    scope fusion passes on or off by name ({'gelu': False}; 'all' names every pass)."""
     if manager is None:
         from tf2ir.plugins.manager import PluginManager
         manager = PluginManager()
     start = time.perf_counter()
     tf_graph = TfGraph(graph_def, model)
+    inline_functions(tf_graph)   # PartitionedCall nodes of the function library
+    fusion_start, tf_nodes = time.perf_counter(), len(tf_graph.nodes)
+    fused = apply_scope_fusion(tf_graph, manager, fusion, outputs or ())
+    fusion_time = time.perf_counter() - fusion_start
     converter = Converter(tf_graph, manager, input_shapes, outputs)
+    converter.report.tf_nodes = tf_nodes   # before fusion replaced any
+    converter.report.fusions = fused
+    converter.report.phases["fusion"] = fusion_time
     graph = converter.run()
     converter.report.phases["mapping"] = time.perf_counter() - start
     return graph, converter.report
 
 
-def convert_file(path: str, manager=None, input_shapes=None, outputs=None):
+def convert_file(path: str, manager=None, input_shapes=None, outputs=None,
+                 fusion: Optional[Dict[str, bool]] = None):
     from tf2ir.parser.load import load_graph_def
     start = time.perf_counter()
     graph_def = load_graph_def(path)
     load_time = time.perf_counter() - start
-    graph, report = convert_graph_def(graph_def, path, manager, input_shapes, outputs)
+    graph, report = convert_graph_def(graph_def, path, manager, input_shapes, outputs, fusion)
     report.phases = {"load": load_time, **report.phases}
     return graph, report

@@ -14,10 +14,14 @@ import pluggy
 
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import spec
+from tf2ir.plugins.fusion import (
+    INNER_NODE_PREFIX, ScopeFusionPass, collect_fusion_passes, inner_node_registration,
+)
 from tf2ir.plugins.registry import OpRegistration
 
 BUILTIN_MODULES = ("tf2ir.plugins.builtin.nn", "tf2ir.plugins.builtin.math",
-                   "tf2ir.plugins.builtin.array")
+                   "tf2ir.plugins.builtin.array", "tf2ir.plugins.builtin.fusion",
+                   "tf2ir.plugins.builtin.control")
 PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
 
 
@@ -55,6 +59,7 @@ class PluginManager:
         self.overrides: List[Override] = []
         self.registrations: List[OpRegistration] = []
         self._collect()
+        self.fusion_passes: List[ScopeFusionPass] = collect_fusion_passes(self.pm)  # in run order
 
     # -- loading -------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -134,6 +139,8 @@ class PluginManager:
         return [o for o in self.overrides if o.origin_type in wanted]
 
     def lookup(self, origin_type: str) -> Optional[OpRegistration]:
+        if origin_type.startswith(INNER_NODE_PREFIX) and origin_type not in self.registry:
+            return inner_node_registration(origin_type)   # a many-to-many fusion result's node
         return self.registry.get(origin_type)
 
     def plugin_names(self) -> List[str]:

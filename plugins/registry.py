@@ -18,6 +18,7 @@ class ImplyType:
 
 
 ParseParamsFn = Callable[["TfNode", "IrOp"], None]
+ParseOpToGraphFn = Callable[["TfNode", "SubgraphBuilder"], None]
 
 
 @dataclass
@@ -28,10 +29,12 @@ class OpRegistration:
     framework: str = TENSORFLOW
     origin_types: List[str] = field(default_factory=list)
     parse_params_fn_: Optional[ParseParamsFn] = None
+    parse_op_to_graph_fn_: Optional[ParseOpToGraphFn] = None
     imply: str = ImplyType.TVM
     priority: int = 0
     plugin: str = ""        # set by the plugin manager: the plugin's name
     source: str = ""        # set by the plugin manager: the module file or package
+    fusion: bool = False    # maps a scope fusion result type (see fusion_parse_params_fn)
 
     # -- the builder, in the seed's words ----------------------------------------
     def framework_type(self, framework: str) -> "OpRegistration":
@@ -48,6 +51,19 @@ class OpRegistration:
         self.parse_params_fn_ = fn
         return self
 
+    def fusion_parse_params_fn(self, fn: ParseParamsFn) -> "OpRegistration":
+        """Map a fused node, whose origin type is a scope fusion pass's result type:
+        fn(fused_node, op), where fused_node.inner_nodes are the TF nodes it replaced."""
+        self.parse_params_fn_ = fn
+        self.fusion = True
+        return self
+
+    def parse_op_to_graph_fn(self, fn: ParseOpToGraphFn) -> "OpRegistration":
+        """One-to-many mapping (register_op("PartitionedCall")): fn(src, graph) builds the
+        call's subgraph from graph.data(index) nodes and IR ops, then graph.set_outputs(...)."""
+        self.parse_op_to_graph_fn_ = fn
+        return self
+
     def imply_type(self, imply: str) -> "OpRegistration":
         if imply not in ImplyType.ALL:
             raise ValueError(f"imply type {imply!r} is not one of {', '.join(ImplyType.ALL)}")
@@ -62,6 +78,7 @@ class OpRegistration:
     # shorter Python spellings
     origin = origin_op_type
     parse_params = parse_params_fn
+    parse_op_to_graph = parse_op_to_graph_fn
 
     def __call__(self, fn: ParseParamsFn) -> ParseParamsFn:
         """Use the registration as a decorator on its parse-params function."""
@@ -72,6 +89,9 @@ class OpRegistration:
     def parse_fn(self) -> ParseParamsFn:
         if self.parse_params_fn_ is not None:
             return self.parse_params_fn_
+        if self.parse_op_to_graph_fn_ is not None:
+            from tf2ir.plugins.subgraph import parse_partitioned_call
+            return parse_partitioned_call
         from tf2ir.plugins.mapping import auto_mapping
         return auto_mapping
 

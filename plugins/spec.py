@@ -15,3 +15,12 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def tf2ir_op_mappings() -> List["OpRegistration"]:
     """Return the op mappings this plugin registers: each maps one or more origin TF op
     types to a target IR op type, built with `tf2ir.plugins.register_op(...)`."""
+
+
+@hookspec
+def tf2ir_fusion_passes() -> List["ScopeFusionPass"]:
+    """Return the scope fusion passes this plugin provides, built with
+    `tf2ir.plugins.scope_fusion_pass(name)`. They run on the TF graph before op mapping, in
+    the order their run_after/run_before names compute; a conversion switches each one with
+    `--fusion on:NAME,off:NAME`. A many-to-one pass's result type is mapped by an op mapping
+    registered with `.fusion_parse_params_fn(fn)`."""

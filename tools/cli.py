@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "repeatable")
     convert.add_argument("--outputs", default=None, metavar="T1,T2",
                          help="output tensors, comma-separated (default: the graph's sinks)")
+    convert.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
+                         help="switch scope fusion passes on or off by name (NAME 'all' is every "
+                              "pass); repeatable")
     _add_common(convert)
 
     compile_ = sub.add_parser(
@@ -106,14 +109,18 @@ def cmd_convert(args) -> int:
     emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
     shapes = parse_input_shapes(args.inputs)
     outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
+    from tf2ir.parser.scope_fusion import parse_fusion_switches
+    fusion = parse_fusion_switches(args.fusion)
     phases = {}
     with _timed(phases, "plugins"):
         manager = _manager(args)
-    graph, report = convert_file(args.model, manager, shapes, outputs)
+    graph, report = convert_file(args.model, manager, shapes, outputs, fusion=fusion)
     for override in manager.overrides_for(report.op_types):
         print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent
     for name, seconds in report.phases.items():
         log.info("%-8s %.3f s", name, seconds)
+    for name, count in report.fusions.items():
+        log.info("fused    %s: %d match%s", name, count, "es" if count > 1 else "")
     with _timed(phases, "save" if emit == "ir" else "compile"):
         if emit == "ir":
             save(graph, args.output)
@@ -160,6 +167,8 @@ def cmd_plugins(args) -> int:
         print(f"{r['origin_op_type']:<{width}}  {r['ir_op_type']:<{ir_width}}  "
               f"{r['imply_type']:<7}  {r['plugin']}{note}")
     print(f"{len(rows)} origin op types")
+    for p in manager.fusion_passes:   # in run order
+        print(f"fusion pass {p.name:<12} {'on ' if p.enabled else 'off'}  {p.plugin}  {p.description}")
     return EXIT_OK
 
 

@@ -52,6 +52,7 @@ MAPPINGS = [
     register_op("SplitV").origin_op_type("SplitV").parse_params_fn(dynamic("output", "y", "num_split")),
     register_op("IdentityN").origin_op_type("IdentityN").parse_params_fn(parse_identity_n),
     register_op("StridedSlice").origin_op_type("StridedSlice"),
+    register_op("GatherV2").origin_op_type("GatherV2"),
 ]
 
 

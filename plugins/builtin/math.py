@@ -35,7 +35,7 @@ _ELEMENTWISE = {
     "SquaredDifference": ("SquaredDifference",), "Rsqrt": ("Rsqrt",), "Sqrt": ("Sqrt",),
     "Exp": ("Exp",), "Log": ("Log",), "Reciprocal": ("Reciprocal", "Inv"), "Erf": ("Erf",),
     "Floor": ("Floor",), "Ceil": ("Ceil",), "Sin": ("Sin",), "Cos": ("Cos",), "Neg": ("Neg",),
-    "Abs": ("Abs",), "Square": ("Square",),
+    "Abs": ("Abs",), "Square": ("Square",), "Erfc": ("Erfc",),
 }
 _REDUCTIONS = {"ReduceMean": "Mean", "ReduceSum": "Sum", "ReduceMax": "Max",
                "ReduceMin": "Min", "ReduceProd": "Prod"}

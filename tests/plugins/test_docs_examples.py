@@ -39,10 +39,13 @@ def _graphs():
                     ["HWCN", "NHWC"]),
         "dynamic_io": (lambda x: tf.split(tf.concat([x, x * 2.0, x + 1.0], 1), 3, axis=1),
                        spec2, {"x": x2}, ["x2=", "num_split: int 3"]),
+        "one_to_many": (lambda x: tf.math.add_n([x, x * 2.0, x + 1.0]), spec2, {"x": x2},
+                        ['original_type: str "AddN"', "Data() {index: int 2}", " Add("]),
     }
 
 
-@pytest.mark.parametrize("name", ["auto_mapping", "computed_attributes", "formats", "dynamic_io"])
+@pytest.mark.parametrize("name", ["auto_mapping", "computed_attributes", "formats", "dynamic_io",
+                                  "one_to_many"])
 def test_docs_example(name, freeze, tmp_path):
     code = examples()[name]
     folder = tmp_path / "plugins"

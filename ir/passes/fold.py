@@ -1,0 +1,49 @@
+"""Constant folding: a node whose inputs are all constants, and whose prototype declares a
+numpy `fold` function, is replaced by Const nodes holding its results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir.graph import Graph, Node
+from tf2ir.ir.prototype import get_prototype, has_prototype
+from tf2ir.ir.tensor import numpy_dtype
+
+
+def fold_constants(graph: Graph) -> int:
+    """Fold every foldable node of `graph` in place (in order, so chains fold through);
+    return how many were folded. Nodes producing graph outputs stay."""
+    folded = 0
+    for node in list(graph.nodes):
+        if _fold_node(graph, node):
+            folded += 1
+    return folded
+
+
+def _fold_node(graph: Graph, node: Node) -> bool:
+    if node.op_type == "Const" or node.subgraphs or not node.inputs \
+            or not has_prototype(node.op_type) or get_prototype(node.op_type).fold_fn is None:
+        return False
+    if any(v is None or v.const_value is None for v in node.inputs) \
+            or any(v in graph.outputs for v in node.outputs):
+        return False
+    try:
+        arrays = get_prototype(node.op_type).fold_fn(node, [v.const_value for v in node.inputs])
+    except (ValueError, TypeError, IndexError):
+        return False          # the lowering will say what is wrong
+    if len(arrays) != len(node.outputs):
+        return False
+    position = graph.nodes.index(node)
+    consts = []
+    for value, array in zip(node.outputs, arrays):
+        array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
+        const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
+        graph.nodes.remove(const.producer)
+        consts.append(const)
+        graph.replace_all_uses_with(value, const)
+    names = [v.name for v in node.outputs]
+    graph.erase_node(node)
+    graph.nodes[position:position] = [c.producer for c in consts]
+    for const, name in zip(consts, names):
+        graph.rename_value(const, name)
+    return True

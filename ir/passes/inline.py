@@ -1,0 +1,98 @@
+"""Inlining: each PartitionedCall is replaced by the nodes of its subgraph `f`."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.graph import Graph, Node, Value
+from tf2ir.ir.tensor import TensorDesc
+
+CALL_OP = "PartitionedCall"
+DATA_OP = "Data"
+SUBGRAPH_KEY = "f"
+
+
+def _copy_desc(desc: TensorDesc) -> TensorDesc:
+    return TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format)
+
+
+def inline_subgraphs(graph: Graph) -> Graph:
+    """Replace every PartitionedCall of `graph` (nested ones too) by its body, in place.
+
+    Body nodes are copied in at the call's position as '<call>/<node>' (made unique),
+    each Data node reads the call's input `index`, and the values the body outputs take
+    over the call's uses and names. Returns `graph`.
+    """
+    for node in list(graph.nodes):
+        for sub in node.subgraphs.values():
+            inline_subgraphs(sub)
+        if node.op_type == CALL_OP:
+            _inline_call(graph, node)
+    return graph
+
+
+def _inline_call(graph: Graph, call: Node) -> None:
+    body = call.subgraphs.get(SUBGRAPH_KEY)
+    if body is None:
+        raise ConversionError(f"has no subgraph {SUBGRAPH_KEY!r} to inline",
+                              node=call.name, op_type=call.op_type)
+    if len(body.outputs) != len(call.outputs):
+        raise ConversionError(f"its subgraph has {len(body.outputs)} outputs for "
+                              f"{len(call.outputs)} call outputs", node=call.name, op_type=call.op_type)
+    if not body.is_topologically_sorted():
+        body.toposort()
+    mapped: Dict[int, Value] = {}
+    first_new = len(graph.nodes)
+    for inner in body.nodes:
+        if inner.op_type == DATA_OP:
+            mapped[id(inner.outputs[0])] = _call_input(call, inner)
+            continue
+        # A body may read values of the enclosing graph directly: those stay as they are.
+        inputs: List[Optional[Value]] = [None if v is None else mapped.get(id(v), v)
+                                         for v in inner.inputs]
+        new = graph.add_node(inner.op_type, inputs, dict(inner.attrs), f"{call.name}/{inner.name}",
+                             output_names=[f"{call.name}/{v.name}" for v in inner.outputs],
+                             output_descs=[_copy_desc(v.desc) for v in inner.outputs])
+        new.subgraphs = dict(inner.subgraphs)
+        for old, value in zip(inner.outputs, new.outputs):
+            mapped[id(old)] = value
+    new_nodes = graph.nodes[first_new:]
+    del graph.nodes[first_new:]
+    position = graph.nodes.index(call)
+    graph.nodes[position:position] = new_nodes      # keeps the topological order
+
+    results = [mapped.get(id(v), v) for v in body.outputs]
+    names = [v.name for v in call.outputs]
+    output_slots = {i: call.outputs.index(v) for i, v in enumerate(graph.outputs)
+                    if any(v is o for o in call.outputs)}
+    for old, new in zip(call.outputs, results):
+        graph.replace_all_uses_with(old, new)
+    graph.erase_node(call)
+    _keep_names(graph, results, names, output_slots, {id(n) for n in new_nodes})
+
+
+def _call_input(call: Node, data: Node) -> Value:
+    index = data.attrs.get("index")
+    if not isinstance(index, int) or not 0 <= index < len(call.inputs) or call.inputs[index] is None:
+        raise ConversionError(f"Data node '{data.name}' has index {index!r}; the call has "
+                              f"{len(call.inputs)} inputs", node=call.name, op_type=call.op_type)
+    return call.inputs[index]
+
+
+def _keep_names(graph: Graph, results: List[Value], names: List[str],
+                output_slots: Dict[int, int], inlined: set) -> None:
+    """Give each result the call output's name; where a result is not the body's own
+    (a call input passed through) or feeds two outputs, a graph output gets an Identity."""
+    renamed = set()
+    for value, name in zip(results, names):
+        own = value.producer is not None and id(value.producer) in inlined
+        if own and id(value) not in renamed and not graph.has_value(name):
+            graph.rename_value(value, name)
+            renamed.add(id(value))
+    for slot, k in output_slots.items():
+        value, name = results[k], names[k]
+        if value.name != name:
+            identity = graph.add_node("Identity", [value], name=name, output_names=[name],
+                                      output_descs=[_copy_desc(value.desc)])
+            graph.outputs[slot] = identity.outputs[0]

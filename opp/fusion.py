@@ -1,0 +1,89 @@
+"""Ops that scope fusion produces: LayerNorm, Gelu, Swish, HardSigmoid (ONNX opset 18)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, op_prototype
+from tf2ir.ir.tensor import FLOAT_TYPES
+from tf2ir.opp.common import normalize_axis, same_as_input
+
+layer_norm = (op_prototype("LayerNorm", "Normalizes over the axes from begin_norm_axis to the "
+                                        "last: (x - mean) / sqrt(var + epsilon) * gamma + beta.")
+              .input("x", FLOAT_TYPES).optional_input("gamma", FLOAT_TYPES)
+              .optional_input("beta", FLOAT_TYPES).output("y")
+              .attr("epsilon", "float", 1e-5).attr("begin_norm_axis", "int", -1))
+
+
+@layer_norm.infer
+def _infer_layer_norm(node):
+    x = node.inputs[0].desc
+    if x.rank is not None:
+        normalize_axis(node.attrs["begin_norm_axis"], x.rank)
+    return same_as_input(node)
+
+
+@layer_norm.lower
+def _lower_layer_norm(ctx, node):
+    axis = node.attrs["begin_norm_axis"]
+    scale = ctx.input(1)
+    if not scale:   # ONNX needs a scale: ones shaped like the normalized dims
+        dtype = np.dtype(node.inputs[0].desc.dtype)
+        dims = ctx.emit("Shape", [ctx.input(0)], start=axis)[0]
+        scale = ctx.emit("Expand", [ctx.constant(np.ones(1, dtype), "one"), dims])[0]
+    inputs = [ctx.input(0), scale] + ([ctx.input(2)] if ctx.input(2) else [])
+    ctx.emit("LayerNormalization", inputs, [ctx.output(0)], axis=axis,
+             epsilon=node.attrs["epsilon"])
+
+
+gelu = (op_prototype("Gelu", "x * Phi(x), Phi the normal CDF; approximate 'tanh' uses "
+                             "0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).")
+        .input("x", FLOAT_TYPES).output("y").attr("approximate", "str", "none"))
+
+
+@gelu.infer
+def _infer_gelu(node):
+    if node.attrs["approximate"] not in ("none", "tanh"):
+        raise ConversionError(f"approximate must be 'none' or 'tanh', not {node.attrs['approximate']!r}")
+    return same_as_input(node)
+
+
+@gelu.lower
+def _lower_gelu(ctx, node):
+    """ONNX Gelu is opset 20: emitted as its definition with Erf or Tanh."""
+    dtype = np.dtype(node.inputs[0].desc.dtype)
+    x = ctx.input(0)
+
+    def const(value):
+        return ctx.constant(np.array(value, dtype))
+    if node.attrs["approximate"] == "tanh":
+        cube = ctx.emit("Mul", [ctx.emit("Mul", [x, x])[0], x])[0]
+        inner = ctx.emit("Add", [x, ctx.emit("Mul", [cube, const(0.044715)])[0]])[0]
+        core = ctx.emit("Tanh", [ctx.emit("Mul", [inner, const(math.sqrt(2 / math.pi))])[0]])[0]
+    else:
+        core = ctx.emit("Erf", [ctx.emit("Mul", [x, const(1 / math.sqrt(2))])[0]])[0]
+    half_x = ctx.emit("Mul", [x, const(0.5)])[0]
+    ctx.emit("Mul", [half_x, ctx.emit("Add", [core, const(1.0)])[0]], [ctx.output(0)])
+
+
+swish = (op_prototype("Swish", "x * sigmoid(beta * x) (SiLU for beta 1).")
+         .input("x", FLOAT_TYPES).output("y").attr("beta", "float", 1.0))
+swish.infer(same_as_input)
+
+
+@swish.lower
+def _lower_swish(ctx, node):
+    x, beta = ctx.input(0), node.attrs["beta"]
+    scaled = x if beta == 1.0 else ctx.emit(
+        "Mul", [x, ctx.constant(np.array(beta, np.dtype(node.inputs[0].desc.dtype)))])[0]
+    ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])[0]], [ctx.output(0)])
+
+
+hard_sigmoid = (op_prototype("HardSigmoid", "max(0, min(1, alpha * x + beta)).")
+                .input("x", FLOAT_TYPES).output("y")
+                .attr("alpha", "float", 0.2).attr("beta", "float", 0.5))
+hard_sigmoid.infer(same_as_input)
+hard_sigmoid.lower(lambda ctx, node: ctx.emit("HardSigmoid", [ctx.input(0)], [ctx.output(0)],
+                                              alpha=node.attrs["alpha"], beta=node.attrs["beta"]))

@@ -1,0 +1,473 @@
+"""Runs the scope fusion passes on the TF graph, before op mapping (DESIGN decision 7).
+
+The runner only rewrites the `TfGraph`; it never emits IR. A many-to-one result becomes a
+`FusedNode`: a TfNode over a new NodeDef whose op is the result type, so the op mapping
+registered for that origin type (`fusion_parse_params_fn`) maps it like any TF node. A
+many-to-many result becomes one FusedNode per inner node, of origin type 'ir:<IR type>',
+which the plugin manager maps to that IR op as it is. Consumers of the fused tensors are
+rewired and producers left without consumers are dropped, so the default outputs stay.
+A match is declined (the graph left as it was) when a tensor leaving it is not a fused
+output, when fusing it would make a cycle, or when it would remove a requested output.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+from tensorboard.compat.proto import node_def_pb2
+
+from tf2ir.ir import ConversionError
+from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
+from tf2ir.plugins.fusion import (
+    INNER_NODE_PREFIX, FusionResult, ScopeFusionPass, ScopeMatch, ScopePattern, Tensor,
+    count_range,
+)
+
+log = logging.getLogger("tf2ir.fusion")
+
+
+class FusedNode(TfNode):
+    """A node a fusion pass made: attributes are Python values (the result's attrs), and
+    `inner_nodes` are the TF nodes it replaced."""
+
+    __slots__ = ("inner_nodes", "pass_name", "scope", "description", "num_outputs")
+
+    def __init__(self, name: str, op_type: str, inputs: Sequence[Tensor], attrs: Dict[str, Any],
+                 control_inputs: Sequence[str] = (), inner_nodes: Sequence[TfNode] = (),
+                 pass_name: str = "", scope: str = "", description: str = "",
+                 num_outputs: Optional[int] = None):
+        node_def = node_def_pb2.NodeDef(name=name, op=op_type)
+        node_def.input.extend([f"{n}:{p}" for n, p in inputs] + [f"^{c}" for c in control_inputs])
+        super().__init__(node_def)
+        self._attrs = dict(attrs)
+        self.inner_nodes = list(inner_nodes)
+        self.pass_name, self.scope, self.description = pass_name, scope, description
+        self.num_outputs = num_outputs
+
+    def has_attr(self, name: str) -> bool:
+        return name in self._attrs
+
+
+def parse_fusion_switches(specs: Iterable[str]) -> Dict[str, bool]:
+    """['on:gelu,off:swish'] → {'gelu': True, 'swish': False}; NAME 'all' is every pass."""
+    switches: Dict[str, bool] = {}
+    for spec in specs:
+        for item in (s.strip() for s in spec.split(",")):
+            state, sep, name = item.partition(":")
+            if not sep or state not in ("on", "off") or not name.strip():
+                raise ConversionError(f"bad --fusion value {item!r}; expected on:NAME or off:NAME "
+                                      "(comma-separated, NAME may be 'all')", exit_code=2)
+            switches[name.strip()] = state == "on"
+    return switches
+
+
+def enabled_passes(passes: Sequence[ScopeFusionPass],
+                   switches: Optional[Dict[str, bool]]) -> List[ScopeFusionPass]:
+    switches = dict(switches or {})
+    known = {p.name for p in passes}
+    unknown = sorted(set(switches) - known - {"all"})
+    if unknown:
+        raise ConversionError(f"--fusion names unknown pass{'es' if len(unknown) > 1 else ''} "
+                              f"{', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}",
+                              exit_code=2)
+    default = switches.pop("all", None)
+    return [p for p in passes
+            if switches.get(p.name, p.enabled if default is None else default)]
+
+
+def apply_scope_fusion(tf_graph: TfGraph, manager, switches: Optional[Dict[str, bool]] = None,
+                       keep: Sequence[str] = ()) -> Dict[str, int]:
+    """Run the manager's enabled fusion passes in order on `tf_graph` (rewritten in place);
+    `keep` names tensors that must survive (requested outputs). Returns pass → matches fused."""
+    counts: Dict[str, int] = {}
+    keep_tensors = {split_tensor_name(t) for t in keep}
+    index = GraphIndex(tf_graph)
+    for fusion_pass in enabled_passes(getattr(manager, "fusion_passes", []), switches):
+        applied = _PassRun(tf_graph, fusion_pass, keep_tensors, index).run()
+        if applied:
+            counts[fusion_pass.name] = applied
+    return counts
+
+
+# -- matching ---------------------------------------------------------------------------------
+def name_scopes(tf_graph: TfGraph) -> Dict[str, List[str]]:
+    """Scope path → names of the nodes under it (nested scopes included), Placeholders aside."""
+    scopes: Dict[str, List[str]] = {}
+    for name, node in tf_graph.nodes.items():
+        if node.op_type == "Placeholder":
+            continue
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            scopes.setdefault("/".join(parts[:i]), []).append(name)
+    return scopes
+
+
+class GraphIndex:
+    """The TF graph's name scopes and op-type counts, recomputed after each rewrite."""
+
+    def __init__(self, tf_graph: TfGraph):
+        self.tf = tf_graph
+        self.stale = True
+
+    def refresh(self) -> "GraphIndex":
+        if self.stale:
+            self.scopes = name_scopes(self.tf)
+            self.op_counts: Dict[str, int] = {}
+            for node in self.tf.nodes.values():
+                self.op_counts[node.op_type] = self.op_counts.get(node.op_type, 0) + 1
+            self.stale = False
+        return self
+
+    def may_match(self, pattern: ScopePattern) -> bool:
+        """False when the graph lacks op types the pattern needs (a quick necessary test)."""
+        for types, count in pattern.op_types.items():
+            if sum(self.op_counts.get(t, 0) for t in types.split("|")) < count_range(count)[0]:
+                return False
+        structure = pattern.structure
+        return structure is None or all(
+            any(t in self.op_counts for t in structure.op_types(label))
+            for label in structure.nodes if structure.op_types(label) is not None)
+
+
+def _search_graph(tf_graph: TfGraph, pattern: ScopePattern, inside: Optional[Set[str]]):
+    """The data-flow graph to search: nodes of the pattern's op types (within `inside`,
+    when given) and their neighbours, which only wildcards may match."""
+    import networkx as nx
+    structure = pattern.structure
+    wanted = set().union(*(structure.op_types(l) or set() for l in structure.nodes))
+    names = tf_graph.nodes if inside is None else inside
+    core = {n for n in names if tf_graph.nodes[n].op_type in wanted}
+    consumers: Dict[str, List[str]] = {}
+    for node in tf_graph.nodes.values():
+        for src, _ in node.inputs:
+            if src in core:
+                consumers.setdefault(src, []).append(node.name)
+    graph = nx.DiGraph()
+    for name in core:
+        for user in [name] + consumers.get(name, []):
+            for src, port in tf_graph.nodes[user].inputs:
+                if graph.has_edge(src, user):
+                    graph.edges[src, user]["ports"].add(port)
+                elif src in core or user in core:
+                    graph.add_edge(src, user, ports={port})
+        graph.add_node(name)
+    for name, data in graph.nodes(data=True):
+        data["op"], data["core"] = tf_graph.nodes[name].op_type, name in core
+    return graph
+
+
+def _structure_matches(tf_graph: TfGraph, pattern: ScopePattern,
+                       inside: Optional[Set[str]] = None) -> Iterable[Dict[str, str]]:
+    """Label → node name for each occurrence of the pattern's structure (non-wildcard
+    labels only on nodes in `inside`, when given)."""
+    import networkx as nx
+    from networkx.algorithms.isomorphism import DiGraphMatcher
+    structure = pattern.structure
+    graph = _search_graph(tf_graph, pattern, inside)
+    shape = nx.DiGraph()
+    labels = sorted(structure.nodes, key=lambda l: structure.op_types(l) is None)  # wildcards last
+    for label in labels:
+        shape.add_node(label, types=structure.op_types(label))
+    shape.add_edges_from(structure.edges)
+
+    def node_match(g, p):
+        return p["types"] is None or (g["core"] and g["op"] in p["types"])
+    seen = set()
+    for mapping in DiGraphMatcher(graph, shape, node_match=node_match).subgraph_monomorphisms_iter():
+        bound = {label: name for name, label in mapping.items()}
+        members = frozenset(bound[l] for l in labels if structure.op_types(l) is not None)
+        if members in seen or not _ports_agree(graph, shape, bound):
+            continue
+        seen.add(members)
+        yield bound
+
+
+def _ports_agree(graph, shape, bound) -> bool:
+    """A pattern node feeding several pattern nodes must feed them one tensor."""
+    for label in shape:
+        users = list(shape.successors(label))
+        if len(users) > 1:
+            common = set.intersection(*(graph.edges[bound[label], bound[u]]["ports"] for u in users))
+            if not common:
+                return False
+    return True
+
+
+def find_candidates(tf_graph: TfGraph, pattern: ScopePattern, index: Optional[GraphIndex] = None,
+                    ) -> List[Tuple[str, List[str], Dict[str, str]]]:
+    """(scope, node names, structure labels) for each candidate match of `pattern`."""
+    index = (index or GraphIndex(tf_graph)).refresh()
+    if not index.may_match(pattern):
+        return []
+    found = []
+    order = {name: i for i, name in enumerate(tf_graph.nodes)}
+    if pattern.scope_re is not None:
+        for scope, names in index.scopes.items():
+            if not pattern.scope_re.search(scope):
+                continue
+            if not pattern.counts_match([tf_graph.nodes[n].op_type for n in names]):
+                continue
+            labels: Dict[str, str] = {}
+            if pattern.structure is not None:
+                labels = next(iter(_structure_matches(tf_graph, pattern, set(names))), None)
+                if labels is None:
+                    continue
+            found.append((scope, names, labels))
+    else:
+        structure = pattern.structure
+        for labels in _structure_matches(tf_graph, pattern):
+            names = sorted((n for l, n in labels.items() if structure.op_types(l) is not None),
+                           key=order.__getitem__)
+            if pattern.counts_match([tf_graph.nodes[n].op_type for n in names]):
+                found.append(("", names, labels))
+    # in graph order; of nested scopes that start together, the innermost first
+    found.sort(key=lambda c: (order[c[1][0]] if c[1] else 0, -c[0].count("/")))
+    return found
+
+
+# -- rewriting --------------------------------------------------------------------------------
+class _Declined(Exception):
+    """The match cannot be fused as the result says; the graph is left as it was."""
+
+
+class _PassRun:
+    """One pass over the graph: every pattern in order, each candidate matched, checked
+    and rewritten; `users` (node → consumer names) is kept up to date by the rewrites."""
+
+    def __init__(self, tf_graph: TfGraph, fusion_pass: ScopeFusionPass, keep: Set[Tensor],
+                 index: GraphIndex):
+        self.tf = tf_graph
+        self.index = index
+        self.fusion_pass = fusion_pass
+        self.keep = keep
+        self.users: Dict[str, Set[str]] = {}
+
+    def run(self) -> int:
+        applied = 0
+        for pattern in self.fusion_pass.patterns:
+            while True:   # again when a candidate went stale because an earlier one was fused
+                done, stale = self._run_pattern(pattern)
+                applied += done
+                if not (done and stale):
+                    break
+        return applied
+
+    def _index_users(self) -> None:
+        self.users = {name: set() for name in self.tf.nodes}
+        for node in self.tf.nodes.values():
+            for src, _ in node.inputs:
+                self.users[src].add(node.name)
+            for src in node.control_inputs:
+                if src in self.users:
+                    self.users[src].add(node.name)
+
+    def _run_pattern(self, pattern: ScopePattern) -> Tuple[int, int]:
+        candidates = find_candidates(self.tf, pattern, self.index)
+        if not candidates:
+            return 0, 0
+        self._index_users()
+        snapshot = dict(self.tf.nodes)
+        done = stale = 0
+        for scope, names, labels in candidates:
+            if any(self.tf.nodes.get(n) is not snapshot[n] for n in set(names) | set(labels.values())):
+                stale += 1
+                continue
+            try:
+                if self._fuse(pattern, scope, names, labels):
+                    done += 1
+            except _Declined as why:
+                log.debug("fusion %s declines %s: %s", self.fusion_pass.name, scope or names[-1], why)
+        return done, stale
+
+    def _boundary(self, members: Set[str], names: List[str]) -> Tuple[List[Tensor], List[Tensor]]:
+        inputs: List[Tensor] = []
+        outputs: List[Tensor] = []
+        for name in names:
+            for tensor in self.tf.nodes[name].inputs:
+                if tensor[0] not in members and tensor not in inputs:
+                    inputs.append(tensor)
+        for name in names:
+            users = self.users[name]
+            ports = {p for u in users - members for s, p in self.tf.nodes[u].inputs if s == name}
+            outputs.extend((name, p) for p in sorted(ports))
+            if not users and self.tf.nodes[name].op_type not in ("Const", "NoOp"):
+                outputs.append((name, 0))   # a sink: a default output of the graph
+        return inputs, outputs
+
+    def _fuse(self, pattern, scope, names, labels) -> bool:
+        members = set(names)
+        inputs, outputs = self._boundary(members, names)
+        match = ScopeMatch(pattern, scope, [self.tf.nodes[n] for n in names],
+                           {l: self.tf.nodes[n] for l, n in labels.items()}, inputs, outputs, self.tf)
+        result = self._result(match, scope or names[-1])
+        if result is None:
+            return False
+        ins = [_tensor(t) for t in (result.inputs if result.inputs is not None else inputs)]
+        outs = [_tensor(t) for t in (result.outputs if result.outputs is not None else outputs)]
+        kept = self._producers_within(members, ins)
+        removed = members - kept
+        if not removed:
+            raise self._error("its result keeps every matched node (they all feed its inputs)", scope)
+        for tensor in outs:
+            if tensor[0] not in removed:
+                raise self._error(f"fused output {tensor[0]}:{tensor[1]} is not produced by a node "
+                                  "the fusion replaces", scope)
+        new_nodes, out_map = self._build(match, result, ins, outs, removed, scope)
+        self._check(removed, out_map, ins)
+        self._rewrite(removed, new_nodes, out_map, outs)
+        self.index.stale = True
+        return True
+
+    def _result(self, match: ScopeMatch, where: str) -> Optional[FusionResult]:
+        fusion_pass = self.fusion_pass
+        try:
+            result = fusion_pass.generate_result(match)
+        except ConversionError as exc:
+            raise exc.located(node=where, plugin=fusion_pass.plugin)
+        except Exception as exc:
+            raise self._error(f"failed: {type(exc).__name__}: {exc}", where) from exc
+        if result is not None and not isinstance(result, FusionResult):
+            raise self._error(f"returned {type(result).__name__}, expected a FusionResult", where)
+        if result is not None and not result.type and not result.inner_nodes:
+            raise self._error("its FusionResult has neither a type nor inner nodes", where)
+        return result
+
+    def _error(self, message: str, where: str) -> ConversionError:
+        return ConversionError(f"fusion pass {self.fusion_pass.name}: {message}", node=where,
+                               plugin=self.fusion_pass.plugin)
+
+    def _producers_within(self, members: Set[str], tensors: List[Tensor]) -> Set[str]:
+        """Matched nodes a fused input needs (with their producers): they are kept."""
+        kept, stack = set(), [t[0] for t in tensors if t[0] in members]
+        while stack:
+            name = stack.pop()
+            if name not in kept:
+                kept.add(name)
+                stack.extend(s for s, _ in self.tf.nodes[name].inputs if s in members)
+        return kept
+
+    def _unique(self, name: str, removed: Set[str], taken: Set[str]) -> str:
+        base, i = name, 0
+        while (name in self.tf.nodes and name not in removed) or name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        taken.add(name)
+        return name
+
+    def _build(self, match, result, ins, outs, removed, scope):
+        """The new nodes (in order) and fused tensor → replacement tensor."""
+        controls = sorted({c for n in removed for c in self.tf.nodes[n].control_inputs
+                           if c not in removed and c in self.tf.nodes})
+        base = result.name or (outs[0][0] if outs else scope)
+        taken: Set[str] = set()
+        common = dict(inner_nodes=match.nodes, pass_name=self.fusion_pass.name, scope=scope,
+                      description=result.description)
+        if not result.inner_nodes:            # many-to-one
+            name = self._unique(base, removed, taken)
+            node = FusedNode(name, result.type, ins, result.attrs, controls, **common)
+            return [node], {t: (name, j) for j, t in enumerate(outs)}
+        if len(result.output_of) != len(outs):
+            raise self._error(f"{len(outs)} fused outputs but output_of names "
+                              f"{len(result.output_of)}", scope)
+        names = {inner.name: self._unique(f"{base}/{inner.name}", removed, taken)
+                 for inner in result.inner_nodes}
+        nodes: List[FusedNode] = []
+
+        def ref(value, owner, k):
+            if isinstance(value, tuple) and value and value[0] == "input":
+                return ins[value[1]]
+            if isinstance(value, tuple) and value and value[0] == "inner":
+                return (names[value[1]], value[2])
+            array = np.asarray(value)
+            const = self._unique(f"{names[owner]}/const{k}", removed, taken)
+            nodes.append(FusedNode(const, "Const", [], {"value": array}, **common))
+            return (const, 0)
+        for inner in result.inner_nodes:
+            inputs = [ref(v, inner.name, k) for k, v in enumerate(inner.inputs)]
+            nodes.append(FusedNode(names[inner.name], INNER_NODE_PREFIX + inner.ir_type, inputs,
+                                   inner.attrs, controls, num_outputs=inner.num_outputs, **common))
+        return nodes, {t: ref(o, None, 0) for t, o in zip(outs, result.output_of)}
+
+    def _check(self, removed, out_map, ins) -> None:
+        for name in removed:
+            if not self.users[name] and (name, 0) not in out_map \
+                    and self.tf.nodes[name].op_type not in ("Const", "NoOp"):
+                raise _Declined(f"{name} is a default output of the graph but not a fused output")
+            for user in self.users[name] - removed:
+                for tensor in self.tf.nodes[user].inputs:
+                    if tensor[0] == name and tensor not in out_map:
+                        raise _Declined(f"tensor {name}:{tensor[1]} leaves the match but is not "
+                                        "a fused output")
+        for tensor in self.keep:
+            if tensor[0] in removed and out_map.get(tensor) != tensor:
+                raise _Declined(f"requested output {tensor[0]}:{tensor[1]} would disappear")
+        # A cycle: a consumer of a fused output reaches a producer of a fused input.
+        targets = {t[0] for t in ins}
+        stack = [u for n in removed for u in self.users[n] - removed]
+        seen = set()
+        while stack:
+            name = stack.pop()
+            if name in targets:
+                raise _Declined("fusing would make a cycle")
+            if name not in seen:
+                seen.add(name)
+                stack.extend(self.users.get(name, ()))
+
+    def _rewrite(self, removed, new_nodes, out_map, outs) -> None:
+        old = self.tf.nodes
+        anchor = outs[0][0] if outs else [n for n in old if n in removed][-1]
+        producers = {s for n in removed for s, _ in old[n].inputs}
+        producers.update(c for n in removed for c in old[n].control_inputs if c in old)
+        rewired = {u for n in removed for u in self.users[n]} - removed
+        nodes: Dict[str, TfNode] = {}
+        for name, node in old.items():
+            if name == anchor:
+                nodes.update((n.name, n) for n in new_nodes)
+            if name not in removed:
+                nodes[name] = node
+        self.tf.nodes = nodes
+        control_target = new_nodes[-1].name
+        for name in rewired:
+            node = nodes[name]
+            node.inputs[:] = [out_map.get(t, t) for t in node.inputs]
+            controls = [control_target if c in removed else c for c in node.control_inputs]
+            node.control_inputs[:] = list(dict.fromkeys(controls))
+        for name in removed:
+            del self.users[name]
+        for name in producers - removed:
+            self.users[name] -= removed
+        for node in new_nodes:
+            self.users[node.name] = set()
+        for name in [n.name for n in new_nodes] + sorted(rewired):
+            node = nodes[name]
+            for src in [s for s, _ in node.inputs] + node.control_inputs:
+                if src in self.users:
+                    self.users[src].add(name)
+        self._drop_orphans(producers - removed)
+
+    def _drop_orphans(self, names: Set[str]) -> None:
+        """Producers the fusion left without consumers would become new default outputs."""
+        keep = {t[0] for t in self.keep}
+        stack = list(names)
+        while stack:
+            name = stack.pop()
+            node = self.tf.nodes.get(name)
+            if node is None or self.users.get(name) or node.op_type == "Placeholder" or name in keep:
+                continue
+            del self.tf.nodes[name]
+            del self.users[name]
+            for src in [s for s, _ in node.inputs] + node.control_inputs:
+                if src in self.users:
+                    self.users[src].discard(name)
+                    stack.append(src)
+
+
+def _tensor(value) -> Tensor:
+    if isinstance(value, str):
+        return split_tensor_name(value)
+    if isinstance(value, TfNode):
+        return (value.name, 0)
+    name, port = value
+    return (name.name if isinstance(name, TfNode) else name, int(port))

@@ -1,0 +1,181 @@
+"""Scope fusion on real TF graphs: Keras LayerNormalization, GELU (erfc, tanh and erf forms),
+swish and hard-swish, frozen with TF, converted with the CLI, compiled from the saved IR,
+run in onnxruntime and compared with TensorFlow; `--fusion off:NAME` keeps the TF ops."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.conftest import max_abs_error, run_cli, run_onnx
+from tf2ir.tools.models import run_frozen_graph
+
+
+def convert(path, tmp_path, *options, tag="m"):
+    """CLI conversion to IR text; the saved IR compiled and run later. Returns (text, stderr)."""
+    ir_path = str(tmp_path / f"{tag}.ir")
+    result = run_cli("convert", path, "--emit", "ir", "-o", ir_path, *options)
+    assert result.returncode == 0, result.stderr
+    return open(ir_path).read(), result.stderr, ir_path
+
+
+def assert_matches_tf(ir_path, pb_path, outputs, x, tol=1e-5):
+    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.text import load
+    onnx_path = ir_path[:-3] + ".onnx"
+    compile_to_file(load(ir_path), onnx_path)
+    expected = run_frozen_graph(pb_path, {"x": x}, outputs)[0]
+    assert np.ptp(expected) > 0.1
+    assert max_abs_error(run_onnx(onnx_path, {"x": x})[0], expected) <= tol
+
+
+def ops(text):
+    """IR op type → count, from the text form."""
+    found = re.findall(r'^\s*node "[^"]*" (\w+)\(', text, re.M)
+    return {op: found.count(op) for op in set(found)}
+
+
+def keras_model(build, shape):
+    import keras
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input(shape)
+    return keras.Model(inputs, build(inputs))
+
+
+def frozen(freeze, model_or_fn, shape, name):
+    import tensorflow as tf
+    fn = model_or_fn if not hasattr(model_or_fn, "layers") else (
+        lambda t: model_or_fn(t, training=False))
+    return freeze(fn, tf.TensorSpec((None,) + shape, tf.float32, name="x"), name)
+
+
+def sample(shape, batch=3, seed=0):
+    return np.random.RandomState(seed).normal(0, 2, (batch,) + shape).astype(np.float32)
+
+
+# -- LayerNorm ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, options", [
+    ((6,), {}),
+    ((3, 5), {"axis": [1, 2], "center": False, "epsilon": 1e-4}),
+], ids=["dense-ln", "rank3-two-axes-no-beta"])
+def test_keras_layer_norm_fuses(freeze, tmp_path, shape, options):
+    import keras
+
+    def build(inputs):
+        x = keras.layers.Dense(shape[-1])(inputs)
+        norm = keras.layers.LayerNormalization(**options)
+        y = norm(x)
+        rng = np.random.RandomState(1)   # gamma and beta away from 1 and 0
+        norm.gamma.assign(rng.uniform(0.5, 1.5, norm.gamma.shape).astype("float32"))
+        if norm.beta is not None:
+            norm.beta.assign(rng.normal(0, 0.5, norm.beta.shape).astype("float32"))
+        return y
+    path, outputs = frozen(freeze, keras_model(build, shape), shape, "ln")
+    x = sample(shape)
+
+    text, stderr, ir_path = convert(path, tmp_path, "-v")
+    found = ops(text)
+    assert found.get("LayerNorm") == 1, text
+    assert not {"SquaredDifference", "Rsqrt", "ReduceMean", "Neg"} & set(found), text
+    assert "begin_norm_axis: int 1" in text   # axis -1 of rank 2, axes [1, 2] of rank 3
+    epsilon = float(re.search(r"epsilon: float ([0-9.e-]+)", text).group(1))
+    assert epsilon == pytest.approx(options.get("epsilon", 1e-3), rel=1e-6)
+    assert "fused    layer_norm: 1 match" in stderr
+    assert_matches_tf(ir_path, path, outputs, x)
+
+    text, stderr, ir_path = convert(path, tmp_path, "--fusion", "off:layer_norm", "-v", tag="off")
+    found = ops(text)
+    assert "LayerNorm" not in found and found.get("SquaredDifference") == 1 and "Rsqrt" in found
+    assert "fused" not in stderr
+    assert_matches_tf(ir_path, path, outputs, x)
+
+
+# -- Gelu -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("approximate, gone", [(False, {"Erfc", "Neg"}),
+                                               (True, {"Tanh", "Pow"})], ids=["erfc", "tanh"])
+def test_dense_with_keras_gelu_fuses(freeze, tmp_path, approximate, gone):
+    import keras
+    model = keras_model(lambda t: keras.layers.Dense(8)(t), (5,))
+    path, outputs = frozen(freeze, lambda t: keras.activations.gelu(model(t), approximate=approximate),
+                           (5,), "gelu")
+    text, _, ir_path = convert(path, tmp_path)
+    found = ops(text)
+    assert found.get("Gelu") == 1 and found.get("MatMul") == 1, text
+    assert not gone & set(found) and "Mul" not in found, text
+    assert f'approximate: str "{"tanh" if approximate else "none"}"' in text
+    assert_matches_tf(ir_path, path, outputs, sample((5,)))
+
+
+def test_written_out_erf_gelu_fuses_and_switches_off(freeze, tmp_path):
+    import tensorflow as tf
+    path, outputs = freeze(lambda x: tf.tanh(0.5 * x * (1.0 + tf.math.erf(x / tf.sqrt(2.0)))),
+                           tf.TensorSpec([None, 7], tf.float32, name="x"), "gelu_erf")
+    x = sample((7,))
+    text, _, ir_path = convert(path, tmp_path)
+    assert ops(text) == {"Gelu": 1, "Tanh": 1}, text
+    assert_matches_tf(ir_path, path, outputs, x)
+
+    text, _, ir_path = convert(path, tmp_path, "--fusion", "off:gelu", tag="off")
+    found = ops(text)
+    assert "Gelu" not in found and found.get("Erf") == 1 and found.get("Sqrt") == 1
+    assert_matches_tf(ir_path, path, outputs, x)
+
+
+# -- swish (many-to-one) and hard-swish (many-to-many) ---------------------------------------------
+def test_swish_fuses_and_is_reported(freeze, tmp_path):
+    import keras
+    from tf2ir.parser.convert import convert_file
+
+    def build(inputs):
+        x = keras.layers.Conv2D(4, 3, activation="swish")(inputs)
+        x = keras.layers.GlobalAveragePooling2D()(x)
+        return keras.layers.Dense(3, activation="silu")(x)
+    path, outputs = frozen(freeze, keras_model(build, (6, 6, 2)), (6, 6, 2), "swish")
+    text, stderr, ir_path = convert(path, tmp_path, "-v")
+    found = ops(text)
+    assert found.get("Swish") == 2 and "Sigmoid" not in found and "IdentityN" not in found, text
+    assert "beta: float 1" in text
+    assert "fused    swish: 2 matches" in stderr
+    assert_matches_tf(ir_path, path, outputs, sample((6, 6, 2)))
+
+    _, report = convert_file(path)
+    assert report.fusions == {"swish": 2}
+    _, report = convert_file(path, fusion={"swish": False})
+    assert report.fusions == {}
+
+
+def test_hard_swish_becomes_two_ir_ops(freeze, tmp_path):
+    """Many-to-many: x * relu6(x + 3) / 6 (4 TF ops) → HardSigmoid and Mul."""
+    import keras
+
+    def build(inputs):
+        x = keras.layers.Dense(6)(inputs)
+        return keras.layers.Activation("hard_swish")(x)
+    path, outputs = frozen(freeze, keras_model(build, (4,)), (4,), "hard_swish")
+    x = sample((4,)) * 2
+    text, stderr, ir_path = convert(path, tmp_path, "-v")
+    found = ops(text)
+    assert found.get("HardSigmoid") == 1 and found.get("Mul") == 1, text
+    assert not {"Relu6", "RealDiv", "Add"} & set(found), text
+    assert "fused    hard_swish: 1 match" in stderr
+    assert_matches_tf(ir_path, path, outputs, x)
+
+    text, _, ir_path = convert(path, tmp_path, "--fusion", "off:hard_swish", tag="off")
+    assert "HardSigmoid" not in ops(text) and "Relu6" in ops(text)
+    assert_matches_tf(ir_path, path, outputs, x)
+
+
+# -- the option's errors --------------------------------------------------------------------------
+@pytest.mark.parametrize("value, needle", [("of:gelu", "bad --fusion value 'of:gelu'"),
+                                           ("off:no_such_pass", "unknown pass no_such_pass")])
+def test_bad_fusion_option(tmp_path, value, needle):
+    import os
+    sample_pb = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+    out = str(tmp_path / "m.onnx")
+    result = run_cli("convert", sample_pb, "-o", out, "--fusion", value)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert not os.path.exists(out)
