@@ -41,11 +41,27 @@ def _graphs():
                        spec2, {"x": x2}, ["x2=", "num_split: int 3"]),
         "one_to_many": (lambda x: tf.math.add_n([x, x * 2.0, x + 1.0]), spec2, {"x": x2},
                         ['original_type: str "AddN"', "Data() {index: int 2}", " Add("]),
+        "many_to_one": (_scoped("my_softplus", lambda x: tf.math.log(1.0 + tf.exp(x))),
+                        spec2, {"x": x2 / 4}, [" Softplus(x="], ),
+        "many_to_many": (lambda x: tf.nn.relu(_scoped("my_affine", lambda t: t * 3.0 + 0.5)(x)),
+                         spec2, {"x": x2 - 6}, ['"my_affine/add/scale" Mul(', '"my_affine/add/shift" Add(']),
     }
 
 
+def _scoped(scope, fn):
+    import tensorflow as tf
+
+    def wrapped(x):
+        with tf.name_scope(scope):
+            return fn(x)
+    return wrapped
+
+
+FUSIONS = {"many_to_one": "my_softplus", "many_to_many": "my_affine"}
+
+
 @pytest.mark.parametrize("name", ["auto_mapping", "computed_attributes", "formats", "dynamic_io",
-                                  "one_to_many"])
+                                  "one_to_many", "many_to_one", "many_to_many"])
 def test_docs_example(name, freeze, tmp_path):
     code = examples()[name]
     folder = tmp_path / "plugins"
@@ -54,9 +70,12 @@ def test_docs_example(name, freeze, tmp_path):
     fn, spec, feeds, needles = _graphs()[name]
     path, outputs = freeze(fn, spec)
     ir_path, onnx_path = str(tmp_path / "m.ir"), str(tmp_path / "m.onnx")
-    result = run_cli("convert", path, "-o", ir_path, "--plugin-dir", str(folder))
+    result = run_cli("convert", path, "-o", ir_path, "--plugin-dir", str(folder), "-v")
     assert result.returncode == 0, result.stderr
-    assert "tf2ir: note: " in result.stderr and "overrides builtin_" in result.stderr  # never silent
+    if name in FUSIONS:
+        assert f"{FUSIONS[name]}" in result.stderr      # -v lists the fusions applied
+    else:
+        assert "tf2ir: note: " in result.stderr and "overrides builtin_" in result.stderr  # never silent
     text = open(ir_path).read()
     for needle in needles:
         assert needle in text
@@ -65,7 +84,10 @@ def test_docs_example(name, freeze, tmp_path):
         assert max_abs_error(got, expected) <= 1e-5
     listing = run_cli("plugins", "--json", "--plugin-dir", str(folder))
     rows = [r for r in json.loads(listing.stdout) if r["source"].endswith(f"{name}.py")]
-    assert rows and all(r["overrides"] for r in rows)   # each example overrides a built-in
+    if name == "many_to_one":
+        assert [r["origin_op_type"] for r in rows] == ["MySoftplus"]
+    elif name != "many_to_many":
+        assert rows and all(r["overrides"] for r in rows)   # each example overrides a built-in
 
 
 def test_every_docs_example_is_tested():
