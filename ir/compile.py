@@ -9,7 +9,7 @@ import onnx
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
-from tf2ir.ir.graph import Graph, Node, Value
+from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.onnx_writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.passes import fold_constants, inline_subgraphs
 from tf2ir.ir.prototype import get_prototype, has_prototype

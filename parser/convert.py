@@ -6,11 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 
 from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
 from tf2ir.ir.verify import verify_node
-from tf2ir.parser.attrs import ir_dtype
 from tf2ir.parser.functions import inline_functions
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.parser.scope_fusion import apply_scope_fusion

@@ -14,7 +14,6 @@ every pass on the TF graph before op mapping and rewrites each accepted match:
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -294,26 +293,6 @@ def order_passes(passes: Sequence[ScopeFusionPass]) -> List[ScopeFusionPass]:
     except nx.NetworkXUnfeasible:
         cycle = " -> ".join(a for a, _ in nx.find_cycle(dag))
         raise ConversionError(f"fusion passes must run before each other in a cycle: {cycle}") from None
-
-
-def collect_fusion_passes(pm) -> List[ScopeFusionPass]:
-    """Every plugin's `tf2ir_fusion_passes`, copied with provenance, in run order."""
-    passes = []
-    for impl in pm.hook.tf2ir_fusion_passes.get_hookimpls():
-        source = getattr(impl.plugin, "__file__", None) or repr(impl.plugin)
-        try:
-            provided = list(impl.function() or [])
-        except Exception as exc:
-            raise ConversionError(f"tf2ir_fusion_passes failed: {type(exc).__name__}: {exc}",
-                                  plugin=impl.plugin_name) from exc
-        for p in provided:
-            if not isinstance(p, ScopeFusionPass):
-                raise ConversionError(f"tf2ir_fusion_passes returned {type(p).__name__}, expected "
-                                      "scope_fusion_pass(...) results", plugin=impl.plugin_name)
-            p = copy.copy(p)   # module-level objects are shared by managers
-            p.plugin, p.source = impl.plugin_name, source
-            passes.append(p)
-    return order_passes(passes)
 
 
 def inner_node_registration(origin_type: str):

@@ -3,7 +3,7 @@ directories), collects their op mappings and resolves which plugin maps each TF 
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import importlib
 import importlib.util
 import os
@@ -15,7 +15,7 @@ import pluggy
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import spec
 from tf2ir.plugins.fusion import (
-    INNER_NODE_PREFIX, ScopeFusionPass, collect_fusion_passes, inner_node_registration,
+    INNER_NODE_PREFIX, ScopeFusionPass, inner_node_registration, order_passes,
 )
 from tf2ir.plugins.registry import OpRegistration
 
@@ -59,7 +59,8 @@ class PluginManager:
         self.overrides: List[Override] = []
         self.registrations: List[OpRegistration] = []
         self._collect()
-        self.fusion_passes: List[ScopeFusionPass] = collect_fusion_passes(self.pm)  # in run order
+        self.fusion_passes: List[ScopeFusionPass] = order_passes([  # in run order
+            *self._hook_results("tf2ir_fusion_passes", ScopeFusionPass, "scope_fusion_pass(...)")])
 
     # -- loading -------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -100,27 +101,34 @@ class PluginManager:
             self.pm.register(module, name=file)
 
     # -- registry --------------------------------------------------------------------
-    def _collect(self) -> None:
-        claims: Dict[str, List[OpRegistration]] = {}
-        for impl in self.pm.hook.tf2ir_op_mappings.get_hookimpls():
+    def _hook_results(self, hook_name: str, expected: type, hint: str):
+        """Every item the plugins' `hook_name` returns, with its provenance set
+        (`plugin`, `source`); a failing hook or a wrong item names the plugin."""
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             source = getattr(impl.plugin, "__file__", None) or repr(impl.plugin)
             if impl.plugin_name in self.packages:
                 source = f"{self.packages[impl.plugin_name]} ({source})"
             try:
-                registrations = list(impl.function() or [])
+                items = list(impl.function() or [])
             except Exception as exc:
-                raise ConversionError(f"tf2ir_op_mappings failed: {type(exc).__name__}: {exc}",
+                raise ConversionError(f"{hook_name} failed: {type(exc).__name__}: {exc}",
                                       plugin=impl.plugin_name) from exc
-            for reg in registrations:
-                if not isinstance(reg, OpRegistration):
-                    raise ConversionError(f"tf2ir_op_mappings returned {type(reg).__name__}, "
-                                          "expected register_op(...) results", plugin=impl.plugin_name)
-                # A copy: a plugin's registrations are module-level objects shared by managers.
-                reg = dataclasses.replace(reg, origin_types=list(reg.origin_types),
-                                          plugin=impl.plugin_name, source=source)
-                self.registrations.append(reg)
-                for origin in reg.origin_types:
-                    claims.setdefault(origin, []).append(reg)
+            for item in items:
+                if not isinstance(item, expected):
+                    raise ConversionError(f"{hook_name} returned {type(item).__name__}, "
+                                          f"expected {hint} results", plugin=impl.plugin_name)
+                # A copy: plugins return module-level objects that managers share.
+                item = copy.copy(item)
+                item.plugin, item.source = impl.plugin_name, source
+                yield item
+
+    def _collect(self) -> None:
+        claims: Dict[str, List[OpRegistration]] = {}
+        for reg in self._hook_results("tf2ir_op_mappings", OpRegistration, "register_op(...)"):
+            reg.origin_types = list(reg.origin_types)   # not shared with the plugin's object
+            self.registrations.append(reg)
+            for origin in reg.origin_types:
+                claims.setdefault(origin, []).append(reg)
         for origin, regs in claims.items():
             regs = sorted(regs, key=lambda r: -r.priority)
             if len(regs) > 1:

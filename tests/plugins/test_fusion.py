@@ -132,7 +132,7 @@ def test_builtin_passes_and_fusion_mappings_have_provenance():
     manager = PluginManager(use_env=False)
     passes = {p.name: p for p in manager.fusion_passes}
     assert BUILTIN_PASSES <= set(passes)
-    assert all(passes[n].source.endswith(os.path.join("builtin", "fusion.py")) for n in BUILTIN_PASSES)
+    assert all(os.path.join("builtin", "fusion.py") in passes[n].source for n in BUILTIN_PASSES)
     assert passes["gelu"].plugin in ("builtin_fusion", "tf2ir.plugins.builtin.fusion")
     for origin, ir_type in [("LayerNormFusion", "LayerNorm"), ("GeluFusion", "Gelu"),
                             ("SwishFusion", "Swish")]:
