@@ -121,6 +121,10 @@ class Converter:
         if node.name in self.input_shapes and declared is not None and len(declared) != len(shape):
             raise ConversionError(f"--inputs gives rank {len(shape)}, the graph declares "
                                   f"rank {len(declared)} {list(declared)}", exit_code=2)
+        if shape is None:
+            # ONNX wants at least the rank of a graph input (onnx.checker rejects none).
+            raise ConversionError(f"input '{node.name}' has unknown rank; give its shape with "
+                                  f"--inputs {node.name}:D1,D2,... (? for unknown dims)", exit_code=2)
         self.values[(node.name, 0)] = self.graph.add_input(node.name, TensorDesc(dtype, shape))
 
     def _map_with_plugin(self, node: TfNode) -> None:

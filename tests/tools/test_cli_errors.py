@@ -123,3 +123,19 @@ def test_unwritable_output(tmp_path):
     out = str(tmp_path / "no" / "such" / "dir" / "o.onnx")
     result = run_cli("convert", sample, "-o", out)
     _assert_clean_failure(result, out, 1, "cannot access", "o.onnx")
+
+
+def test_input_of_unknown_rank_needs_a_shape(freeze, tmp_path):
+    import numpy as np
+    import onnx
+    import tensorflow as tf
+    from tests.conftest import run_onnx
+    path, _ = freeze(lambda x: tf.nn.relu(x) * 2.0, tf.TensorSpec(None, tf.float32, name="x"))
+    out = str(tmp_path / "o.onnx")
+    _assert_clean_failure(run_cli("convert", path, "-o", out), out, 2, "'x'", "unknown rank",
+                          "--inputs x:")
+    result = run_cli("convert", path, "-o", out, "--inputs", "x:?,3")
+    assert result.returncode == 0, result.stderr
+    onnx.checker.check_model(out, full_check=True)
+    np.testing.assert_array_equal(run_onnx(out, {"x": np.array([[-1, 2, 3]], np.float32)})[0],
+                                  [[0, 4, 6]])
