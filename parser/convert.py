@@ -31,6 +31,10 @@ class ConversionReport:
     op_types: Dict[str, int] = field(default_factory=dict)   # TF op types converted → count
     fusions: Dict[str, int] = field(default_factory=dict)    # fusion pass → matches fused
     phases: Dict[str, float] = field(default_factory=dict)
+    # For verification: TF tensor (node, port) → its IR Value (in walk order, so
+    # topological), and TF node → the plugin that mapped it.
+    tensors: Dict[Tuple[str, int], Value] = field(default_factory=dict, repr=False)
+    node_plugins: Dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Converter:
         self.unsupported: Dict[str, _Problem] = {}
         self.failures: Dict[str, _Problem] = {}
         self.report = ConversionReport(self.model, tf_nodes=len(tf_graph.nodes))
+        self.report.tensors = self.values
 
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> Graph:
@@ -170,6 +175,7 @@ class Converter:
         for port, value in enumerate(ir_node.outputs):
             self.values[(node.name, port)] = value
         self.report.plugins_used[reg.plugin] = self.report.plugins_used.get(reg.plugin, 0) + 1
+        self.report.node_plugins[node.name] = reg.plugin
 
     # -- problems ------------------------------------------------------------------------
     def _record(self, table: Dict[str, _Problem], node: TfNode, message: str,

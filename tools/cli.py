@@ -19,6 +19,7 @@ EPILOG = """exit status:
   1  conversion failed (bad file, plugin failure, invalid IR)
   2  usage error (bad option or argument)
   3  unsupported op types: the model has op types no plugin maps
+  4  verification mismatch (verify, convert --verify): outputs differ from TensorFlow
 """
 
 log = logging.getLogger("tf2ir")
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
                          help="switch scope fusion passes on or off by name (NAME 'all' is every "
                               "pass); repeatable")
+    convert.add_argument("--verify", action="store_true",
+                         help="run TensorFlow and onnxruntime on random inputs and compare "
+                              "(exit 4 on a mismatch; the output file is kept)")
     _add_common(convert)
 
     compile_ = sub.add_parser(
@@ -72,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     _add_common(plugins)
 
+    from tf2ir.tools import verify
+    verify.add_parser(sub)
+
     new_plugin = sub.add_parser(
         "new-plugin", help="write an installable plugin package for a TF op type",
         description="Write NAME/ (setup.cfg with the tf2ir entry point, a plugin module and a "
@@ -82,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                             help="map to this existing IR op (default: declare a new IR op named TYPE)")
     new_plugin.add_argument("-o", "--out-dir", default=".", help="where to create NAME/")
     new_plugin.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    from tf2ir.tools import batch
+    batch.add_parser(sub)
     return parser
 
 
@@ -128,6 +137,9 @@ def cmd_convert(args) -> int:
             compile_to_file(graph, args.output, model_name=args.model)
     log.info("%d TF nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.kept_nodes,
              report.ir_nodes, args.output)
+    if getattr(args, "verify", False):
+        from tf2ir.tools.verify import verify_after_convert
+        return verify_after_convert(args, report, graph, emit)
     return EXIT_OK
 
 
@@ -179,8 +191,18 @@ def cmd_new_plugin(args) -> int:
     return EXIT_OK
 
 
+def cmd_verify(args) -> int:
+    from tf2ir.tools.verify import run
+    return run(args)
+
+
+def cmd_batch(args) -> int:
+    from tf2ir.tools.batch import run
+    return run(args)
+
+
 COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
-            "new-plugin": cmd_new_plugin}
+            "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

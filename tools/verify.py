@@ -1,0 +1,344 @@
+"""`tf2ir verify`: run TensorFlow and onnxruntime on the same inputs, compare every output,
+and on a mismatch name the first TF node whose converted tensor diverges."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+
+import numpy as np
+
+from tf2ir.ir import ConversionError
+
+EXIT_OK = 0
+EXIT_MISMATCH = 4
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-4
+DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
+
+
+@dataclass
+class VerifyOptions:
+    """How to make the inputs and how close the outputs must be."""
+    inputs_data: Sequence[str] = ()    # FILE.npz or NAME=FILE.npy items
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    seed: int = 0
+    batch: Optional[int] = None        # value of unknown dimensions (default 1)
+
+
+@dataclass
+class Comparison:
+    name: str
+    shape: Tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    ok: bool
+    note: str = ""
+
+
+# -- the command -------------------------------------------------------------------------
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The input and tolerance options, shared by `verify` (and usable by other commands)."""
+    parser.add_argument("--inputs-data", action="append", default=[], metavar="FILE.npz|NAME=FILE.npy",
+                        help="input values: an .npz keyed by input name, or NAME=FILE.npy "
+                             "(repeatable; inputs not given are random)")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"relative tolerance (default {DEFAULT_RTOL})")
+    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
+                        help=f"absolute tolerance (default {DEFAULT_ATOL})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="size of unknown input dimensions (default 1)")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from tf2ir.tools.cli import EPILOG, _add_common
+    verify = subparsers.add_parser(
+        "verify", help="convert a frozen graph and compare onnxruntime with TensorFlow",
+        description="Convert a frozen TensorFlow GraphDef to ONNX, run both TensorFlow and "
+                    "onnxruntime on the same inputs and compare every output. On a mismatch, "
+                    "the first TF node whose converted tensor diverges is named, with its op "
+                    "type and plugin. Exit 0 on a match, 4 on a mismatch.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify.add_argument("model", help="frozen GraphDef: .pb or .pbtxt")
+    verify.add_argument("--onnx", default=None, metavar="OUT.onnx",
+                        help="also write the converted model here (kept on a mismatch)")
+    verify.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
+                        help="fix an input's shape, as for convert; repeatable")
+    verify.add_argument("--outputs", default=None, metavar="T1,T2",
+                        help="output tensors, comma-separated (default: the graph's sinks)")
+    add_options(verify)
+    _add_common(verify)
+    return verify
+
+
+def options_from_args(args) -> VerifyOptions:
+    return VerifyOptions(inputs_data=getattr(args, "inputs_data", None) or (),
+                         rtol=getattr(args, "rtol", DEFAULT_RTOL),
+                         atol=getattr(args, "atol", DEFAULT_ATOL),
+                         seed=getattr(args, "seed", 0), batch=getattr(args, "batch", None))
+
+
+def run(args) -> int:
+    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.parser.convert import convert_file, parse_input_shapes
+    from tf2ir.plugins.manager import PluginManager
+
+    manager = PluginManager(plugin_dirs=args.plugin_dir)
+    shapes = parse_input_shapes(args.inputs)
+    outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
+    graph, report = convert_file(args.model, manager, shapes, outputs)
+    for override in manager.overrides_for(report.op_types):
+        print(f"tf2ir: note: {override}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
+        onnx_path = args.onnx or os.path.join(tmp, "model.onnx")
+        compile_to_file(graph, onnx_path, model_name=args.model)
+        return verify_conversion(args.model, onnx_path, report, options_from_args(args), graph=graph)
+
+
+def verify_after_convert(args, report, graph, emit: str = "onnx") -> int:
+    """`tf2ir convert --verify`: verify the model just written (default inputs and
+    tolerances). A mismatch keeps the output file, for debugging, and returns 4."""
+    if emit == "onnx":
+        return verify_conversion(args.model, args.output, report, options_from_args(args), graph=graph)
+    from tf2ir.ir.compile import compile_to_file
+    with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:   # --emit ir: compile a copy
+        onnx_path = os.path.join(tmp, "model.onnx")
+        compile_to_file(graph, onnx_path, model_name=args.model)
+        return verify_conversion(args.model, onnx_path, report, options_from_args(args), graph=graph)
+
+
+# -- verification ------------------------------------------------------------------------
+def verify_conversion(model_path: str, onnx_path: str, report=None,
+                      options: Optional[VerifyOptions] = None, graph=None,
+                      out: Optional[TextIO] = None) -> int:
+    """Compare the ONNX model at `onnx_path` with the frozen graph at `model_path`; print
+    the per-output table (and the first diverging node when `report`, the conversion's
+    report, is given). Return 0 on a match, 4 on a mismatch."""
+    import onnx
+    options = options or VerifyOptions()
+    out = out or sys.stdout
+    model = onnx.load(onnx_path)
+    feeds = make_inputs(model, options)
+    names = [o.name for o in model.graph.output]
+    tf_graph = _tf_graph(model_path)
+    expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
+    actual = _run_onnx(model, feeds, names)
+    rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
+    _print_table(rows, out)
+    bad = [r for r in rows if not r.ok]
+    inputs = ", ".join(f"{k} {list(v.shape)} {v.dtype}" for k, v in feeds.items())
+    if not bad:
+        print(f"verification passed: {len(rows)} output{'s' if len(rows) != 1 else ''} within "
+              f"rtol={options.rtol:g} atol={options.atol:g} (inputs: {inputs}; seed {options.seed})",
+              file=out)
+        return EXIT_OK
+    print(f"verification FAILED: {len(bad)} of {len(rows)} outputs differ beyond "
+          f"rtol={options.rtol:g} atol={options.atol:g} (inputs: {inputs}; seed {options.seed})",
+          file=out)
+    if report is not None:
+        print(first_divergence(model, tf_graph, feeds, report, options, graph), file=out)
+    return EXIT_MISMATCH
+
+
+def compare(name: str, actual, expected, rtol: float, atol: float) -> Comparison:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Comparison(name, tuple(actual.shape), float("inf"), float("inf"), False,
+                          f"shape {list(actual.shape)} != TF {list(expected.shape)}")
+    if actual.dtype.kind in "OSU" or expected.dtype.kind in "OSU":
+        same = bool(np.all(actual == expected))
+        return Comparison(name, tuple(actual.shape), 0.0 if same else float("inf"),
+                          0.0 if same else float("inf"), same)
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    if a.size == 0:
+        return Comparison(name, tuple(a.shape), 0.0, 0.0, True)
+    both_nan = np.isnan(a) & np.isnan(e)
+    diff = np.where(both_nan, 0.0, np.abs(a - e))
+    diff = np.where(np.isnan(diff), np.inf, diff)   # NaN on one side only
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
+    rel = np.where(np.isnan(rel), np.inf, rel)
+    ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(e))))
+    return Comparison(name, tuple(a.shape), float(diff.max()), float(rel.max()), ok)
+
+
+def _print_table(rows: List[Comparison], out: TextIO) -> None:
+    width = max([len(r.name) for r in rows] + [6])
+    shape_width = max([len(str(list(r.shape))) for r in rows] + [5])
+    print(f"{'OUTPUT':<{width}}  {'SHAPE':<{shape_width}}  {'MAX ABS ERR':>11}  "
+          f"{'MAX REL ERR':>11}  OK", file=out)
+    for r in rows:
+        note = f"  {r.note}" if r.note else ""
+        print(f"{r.name:<{width}}  {str(list(r.shape)):<{shape_width}}  {r.max_abs:>11.3e}  "
+              f"{r.max_rel:>11.3e}  {'yes' if r.ok else 'NO'}{note}", file=out)
+
+
+# -- inputs ------------------------------------------------------------------------------
+def make_inputs(model, options: VerifyOptions) -> Dict[str, np.ndarray]:
+    """One array per ONNX graph input: the user's (.npz / NAME=.npy) or random, seeded,
+    of the input's dtype and shape with unknown dimensions set to `options.batch` or 1."""
+    from onnx import helper
+    given = _load_inputs_data(options.inputs_data)
+    rng = np.random.default_rng(options.seed)
+    feeds = {}
+    for inp in model.graph.input:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
+        if inp.name in given:
+            feeds[inp.name] = np.asarray(given.pop(inp.name)).astype(dtype, copy=False)
+            continue
+        dims = inp.type.tensor_type.shape.dim
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (options.batch or 1)
+                      for d in dims)
+        feeds[inp.name] = _random(rng, dtype, shape)
+    if given:
+        raise ConversionError(f"--inputs-data names {', '.join(sorted(given))}, which "
+                              f"{'is not an input' if len(given) == 1 else 'are not inputs'} of "
+                              f"the model (inputs: {', '.join(feeds)})", exit_code=2)
+    return feeds
+
+
+def _random(rng, dtype: np.dtype, shape) -> np.ndarray:
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(0, 4, shape).astype(dtype)   # small: safe as indices too
+    raise ConversionError(f"cannot make random inputs of dtype {dtype}; give --inputs-data",
+                          exit_code=2)
+
+
+def _load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
+    data = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        try:
+            if sep:
+                data[name.split(":")[0]] = np.load(path, allow_pickle=False)
+            else:
+                with np.load(item, allow_pickle=False) as archive:
+                    data.update({key.split(":")[0]: archive[key] for key in archive.files})
+        except (OSError, ValueError) as exc:
+            raise ConversionError(f"cannot read --inputs-data {item!r}: {exc}", exit_code=2) from None
+    return data
+
+
+# -- running both sides ------------------------------------------------------------------
+def _tf_tensor_name(onnx_name: str) -> str:
+    """ONNX names follow the converter: 'node' for port 0, 'node:N' for port N."""
+    node, sep, port = onnx_name.rpartition(":")
+    return onnx_name if sep and port.isdigit() else onnx_name + ":0"
+
+
+def _tf_graph(model_path: str):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+    from tf2ir.parser.load import load_graph_def
+    graph_def = tf.compat.v1.GraphDef.FromString(load_graph_def(model_path).SerializeToString())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.import_graph_def(graph_def, name="")
+    return graph
+
+
+def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.ndarray]:
+    import tensorflow as tf
+    with tf.compat.v1.Session(graph=graph) as session:
+        return session.run(fetches, {f"{k}:0": v for k, v in feeds.items()})
+
+
+def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str]) -> List[np.ndarray]:
+    import onnxruntime as ort
+    with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
+        if model.ByteSize() < 1_800_000_000:
+            source = model.SerializeToString()
+        else:   # over protobuf's 2 GB: external data
+            import onnx
+            source = os.path.join(tmp, "model.onnx")
+            onnx.save_model(model, source, save_as_external_data=True)
+        session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+        return session.run(names, feeds)
+
+
+# -- the first diverging node ------------------------------------------------------------
+def debug_candidates(model, tf_graph, report, graph=None) -> List[Tuple[str, int, str, int]]:
+    """(TF node, port, ONNX tensor name, ONNX element type from the IR) for every converted TF tensor that still exists
+    as an ONNX node output (folding and inlining remove some), in topological order."""
+    from tf2ir.ir.onnx_writer import ONNX_DTYPES
+    produced = {name for node in model.graph.node for name in node.output}
+    inputs = {i.name for i in model.graph.input}
+    seen, candidates = set(), []
+    for (node, port), value in report.tensors.items():
+        if id(value) in seen:   # Identity-like nodes share their input's value
+            continue
+        seen.add(id(value))
+        if value.name not in produced or value.name in inputs:
+            continue
+        if graph is not None and not (graph.has_value(value.name) and graph.value(value.name) is value):
+            continue
+        try:
+            op = tf_graph.get_operation_by_name(node)   # fused nodes do not exist in TF
+        except (KeyError, ValueError):
+            continue
+        if op.type in ("Const", "Placeholder") or port >= len(op.outputs):
+            continue
+        candidates.append((node, port, value.name, ONNX_DTYPES.get(value.desc.dtype, 0)))
+    return candidates
+
+
+def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, graph=None) -> str:
+    """One line naming the first TF node (topological order) whose converted tensor differs.
+
+    A diverged tensor can feed a node that hides the error (a saturating op, an argmax), so
+    divergence is not monotone along the order and a bisection could miss the first one;
+    instead the candidates are scanned in chunks, each chunk one debug run of both sides,
+    stopping at the first chunk with a divergence (small models take one run)."""
+    from onnx import helper
+    candidates = debug_candidates(model, tf_graph, report, graph)
+    types = _onnx_types(model)
+    for start in range(0, len(candidates), DEBUG_CHUNK):
+        chunk = candidates[start:start + DEBUG_CHUNK]
+        debug = type(model)()
+        debug.CopyFrom(model)
+        existing = {o.name for o in debug.graph.output}
+        for _, _, name, ir_elem in chunk:
+            if name not in existing:
+                elem = types.get(name) or ir_elem
+                debug.graph.output.append(helper.make_tensor_value_info(name, elem, None))
+        names = [name for _, _, name, _ in chunk]
+        try:
+            actual = _run_onnx(debug, feeds, names)
+            expected = _run_tf(tf_graph, feeds, [f"{node}:{port}" for node, port, _, _ in chunk])
+        except Exception as exc:   # a debug run is best effort; the table was printed
+            return f"first divergence: not found (debug run failed: {type(exc).__name__}: {exc})"
+        for (node, port, name, _), a, e in zip(chunk, actual, expected):
+            row = compare(name, a, e, options.rtol, options.atol)
+            if not row.ok:
+                op_type = tf_graph.get_operation_by_name(node).type
+                plugin = report.node_plugins.get(node, "(none)")
+                detail = row.note or f"max abs err {row.max_abs:.3e}, max rel err {row.max_rel:.3e}"
+                return (f"first divergence: node '{node}' (op {op_type}, plugin {plugin}) "
+                        f"tensor {node}:{port}: {detail}")
+    return (f"first divergence: not found among {len(candidates)} intermediate tensors "
+            "(the difference appears only at the outputs)")
+
+
+def _onnx_types(model) -> Dict[str, int]:
+    """ONNX element type of every tensor shape inference can type."""
+    import onnx
+    types = {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+        infos = list(inferred.graph.value_info) + list(inferred.graph.output)
+    except Exception:
+        infos = []
+    for info in infos:
+        if info.type.HasField("tensor_type"):
+            types[info.name] = info.type.tensor_type.elem_type
+    return types
