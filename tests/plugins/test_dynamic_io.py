@@ -90,6 +90,7 @@ def test_count_mismatch_is_reported_with_the_node():
     for name in ("a", "b"):
         node = graph_def.node.add(name=name, op="Placeholder")
         node.attr["dtype"].type = 1
+        node.attr["shape"].shape.dim.add(size=2)
     axis = graph_def.node.add(name="axis", op="Const")
     axis.attr["value"].tensor.dtype = 3
     axis.attr["value"].tensor.int_val.append(0)
