@@ -272,10 +272,13 @@ def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, ou
 
 
 def convert_file(path: str, manager=None, input_shapes=None, outputs=None,
-                 fusion: Optional[Dict[str, bool]] = None):
-    from tf2ir.parser.load import load_graph_def
+                 fusion: Optional[Dict[str, bool]] = None, signature: Optional[str] = None,
+                 tags: Optional[Sequence[str]] = None):
+    """A model file (.pb, .pbtxt, SavedModel dir with `signature`/`tags`, .keras, .h5) → IR."""
+    from tf2ir.parser.load import load_model
     start = time.perf_counter()
-    graph_def = load_graph_def(path)
+    graph_def, default_outputs = load_model(path, signature, tags)
+    outputs = outputs or default_outputs
     load_time = time.perf_counter() - start
     graph, report = convert_graph_def(graph_def, path, manager, input_shapes, outputs, fusion)
     report.phases = {"load": load_time, **report.phases}

@@ -1,8 +1,9 @@
-"""Loading TF model files into a GraphDef message without importing TensorFlow."""
+"""Loading TF model files into a GraphDef message (TensorFlow only for SavedModel/Keras)."""
 
 from __future__ import annotations
 
 import os
+from typing import List, Optional, Sequence, Tuple
 
 from google.protobuf import message, text_format
 
@@ -20,8 +21,8 @@ def load_graph_def(path: str):
     if not os.path.exists(path):
         raise ConversionError("file does not exist", model=path)
     if os.path.isdir(path):
-        raise ConversionError("is a directory; SavedModel directories are not supported yet, "
-                              "give a frozen .pb or .pbtxt", model=path)
+        raise ConversionError("is a directory; give a frozen .pb or .pbtxt (SavedModel "
+                              "directories go through load_model)", model=path)
     graph_def = graph_def_class()()
     try:
         with open(path, "rb") as f:
@@ -43,3 +44,20 @@ def load_graph_def(path: str):
     if not len(graph_def.node):
         raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)", model=path)
     return graph_def
+
+
+def load_model(path: str, signature: Optional[str] = None, tags: Optional[Sequence[str]] = None,
+               ) -> Tuple[object, Optional[List[str]]]:
+    """Any model tf2ir reads → (GraphDef, output tensor names or None for the graph's sinks).
+    A frozen .pb/.pbtxt is parsed without TensorFlow; a SavedModel directory or a Keras
+    .keras/.h5 file is frozen by TensorFlow first (parser/frozen.py)."""
+    from tf2ir.parser import frozen
+    if os.path.isdir(path):
+        graph_def, _, outputs = frozen.freeze_saved_model(
+            path, signature or frozen.DEFAULT_SIGNATURE,
+            frozen.DEFAULT_TAGS if tags is None else tags)
+        return graph_def, outputs
+    if frozen.is_keras_file(path):
+        graph_def, _, outputs = frozen.freeze_keras_file(path)
+        return graph_def, outputs
+    return load_graph_def(path), None

@@ -1,4 +1,4 @@
-"""The `tf2ir` command line: convert, compile and plugins."""
+"""The `tf2ir` command line: convert, compile, check, plugins and more."""
 
 from __future__ import annotations
 
@@ -33,6 +33,16 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                              "also TF2IR_PLUGIN_PATH)")
 
 
+def _add_model_source(parser: argparse.ArgumentParser) -> None:
+    """Options for SavedModel inputs, and --quiet (commands that read a model)."""
+    parser.add_argument("--signature", default=None, metavar="NAME",
+                        help="SavedModel signature to convert (default: serving_default)")
+    parser.add_argument("--tag", default="serve", metavar="TAG[,TAG]",
+                        help="SavedModel meta-graph tags, comma-separated (default: serve)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing but errors on stderr")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
@@ -45,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert a frozen TensorFlow GraphDef (.pb binary or .pbtxt text) into "
                     "an ONNX model (default) or into tf2ir's text IR with a weights file.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    convert.add_argument("model", help="frozen GraphDef: .pb or .pbtxt")
+    convert.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
+                                       "or Keras .keras/.h5 file")
     convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
     convert.add_argument("--emit", choices=("onnx", "ir"), default=None,
                          help="what to write (default: from the output's extension, else onnx)")
@@ -61,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run TensorFlow and onnxruntime on random inputs and compare "
                               "(exit 4 on a mismatch; the output file is kept)")
     _add_common(convert)
+    _add_model_source(convert)
 
     compile_ = sub.add_parser(
         "compile", help="compile a saved IR (.ir + .ir.weights) to ONNX",
@@ -91,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     new_plugin.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     from tf2ir.tools import batch
     batch.add_parser(sub)
+    from tf2ir.tools import check
+    check.add_parser(sub)
     return parser
 
 
@@ -123,9 +137,11 @@ def cmd_convert(args) -> int:
     phases = {}
     with _timed(phases, "plugins"):
         manager = _manager(args)
-    graph, report = convert_file(args.model, manager, shapes, outputs, fusion=fusion)
+    graph, report = convert_file(args.model, manager, shapes, outputs, fusion=fusion,
+                                 signature=args.signature, tags=model_tags(args))
     for override in manager.overrides_for(report.op_types):
-        print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent
+        if not args.quiet:
+            print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent, unless asked
     for name, seconds in report.phases.items():
         log.info("%-8s %.3f s", name, seconds)
     for name, count in report.fusions.items():
@@ -196,19 +212,35 @@ def cmd_verify(args) -> int:
     return run(args)
 
 
+def cmd_check(args) -> int:
+    from tf2ir.tools.check import run
+    return run(args)
+
+
+def model_tags(args) -> tuple:
+    return tuple(t.strip() for t in (getattr(args, "tag", None) or "").split(",") if t.strip())
+
+
 def cmd_batch(args) -> int:
     from tf2ir.tools.batch import run
     return run(args)
 
 
 COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
-            "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify}
+            "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify,
+            "check": cmd_check}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    quiet = getattr(args, "quiet", False)
+    if quiet:
+        import warnings
+        warnings.simplefilter("ignore")
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    logging.basicConfig(level=logging.ERROR if quiet else
+                        logging.INFO if args.verbose else logging.WARNING,
                         format="tf2ir: %(message)s", stream=sys.stderr)
     from tf2ir.ir.errors import ConversionError
     output = getattr(args, "output", None)

@@ -1,0 +1,148 @@
+"""Freezing SavedModel directories and Keras files into a GraphDef (DESIGN decision 3).
+
+This is the one place the parser runs TensorFlow: variables become Consts, Placeholders
+take the signature's input names and each signature output gets an Identity node of its
+own name, so the converted model's inputs and outputs read like the signature's.
+TensorFlow is imported inside the functions only; importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Sequence, Tuple
+
+from tf2ir.ir import ConversionError
+
+DEFAULT_SIGNATURE = "serving_default"
+DEFAULT_TAGS = ("serve",)
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+Frozen = Tuple[object, List[str], List[str]]   # (GraphDef, input names, output tensor names)
+
+
+def is_saved_model(path: str) -> bool:
+    return os.path.isdir(path) and any(
+        os.path.isfile(os.path.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt"))
+
+
+def is_keras_file(path: str) -> bool:
+    return path.lower().endswith(KERAS_SUFFIXES)
+
+
+def _import_tensorflow():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+    return tf
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
+                       tags: Sequence[str] = DEFAULT_TAGS) -> Frozen:
+    """Load the SavedModel at `path` with `tags` and freeze its `signature`."""
+    if not os.path.exists(path):
+        raise ConversionError("file does not exist", model=path)
+    if not is_saved_model(path):
+        raise ConversionError("is a directory but not a SavedModel (no saved_model.pb in it)",
+                              model=path)
+    tf = _import_tensorflow()
+    try:
+        loaded = tf.saved_model.load(path, tags=list(tags) or None)
+    except Exception as exc:
+        raise ConversionError(f"cannot load SavedModel with tags {','.join(tags) or '(none)'}: "
+                              f"{_first_line(exc)}", model=path) from None
+    available = sorted(loaded.signatures.keys())
+    if signature not in available:
+        raise ConversionError(f"no signature '{signature}'; available: "
+                              f"{', '.join(available) or 'none'} (choose with --signature)",
+                              model=path, exit_code=2)
+    concrete = loaded.signatures[signature]
+    # Signatures take and return flat dicts, flattened in sorted key order.
+    args, kwargs = concrete.structured_input_signature
+    input_names = [getattr(spec, "name", None) or f"input_{i}" for i, spec in enumerate(args)]
+    input_names += sorted(kwargs)
+    outputs = concrete.structured_outputs
+    if isinstance(outputs, dict):
+        output_names = sorted(outputs)
+    else:
+        output_names = [f"output_{i}" for i in range(len(tf.nest.flatten(outputs)))]
+    return _freeze(tf, concrete, input_names, output_names, path)
+
+
+def freeze_keras_file(path: str) -> Frozen:
+    """Load a Keras `.keras` / `.h5` model (not compiled) and freeze its inference call."""
+    if not os.path.isfile(path):
+        raise ConversionError("file does not exist", model=path)
+    tf = _import_tensorflow()
+    import keras
+    try:
+        model = keras.models.load_model(path, compile=False)
+    except Exception as exc:
+        raise ConversionError(f"not a loadable Keras model file: {_first_line(exc)}",
+                              model=path) from None
+    try:
+        input_tensors = list(model.inputs)
+    except Exception:   # a subclassed model that was never built has no symbolic inputs
+        raise ConversionError("the Keras model has no defined inputs (subclassed and never "
+                              "built?); save it as a SavedModel instead", model=path) from None
+    input_names = [t.name.split(":")[0] for t in input_tensors]
+    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(input_tensors, input_names)]
+
+    def call(*args):
+        return model(list(args) if len(args) > 1 else args[0], training=False)
+    concrete = tf.function(call).get_concrete_function(*specs)
+    flat = tf.nest.flatten(concrete.structured_outputs)
+    names = list(getattr(model, "output_names", None) or [])
+    if len(names) != len(flat):
+        names = [f"output_{i}" for i in range(len(flat))]
+    return _freeze(tf, concrete, input_names, names, path)
+
+
+def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model: str) -> Frozen:
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    from tf2ir.parser.load import graph_def_class
+    try:
+        frozen = convert_variables_to_constants_v2(concrete)
+    except Exception as exc:
+        raise ConversionError(f"cannot freeze the model: {_first_line(exc)}", model=model) from None
+    graph_def = graph_def_class().FromString(frozen.graph.as_graph_def().SerializeToString())
+    placeholders = [t.name.split(":")[0] for t in frozen.inputs if t.dtype != tf.resource]
+    renames = {}
+    if len(placeholders) == len(input_names):
+        renames = {old: new for old, new in zip(placeholders, input_names) if old != new}
+    taken = {node.name for node in graph_def.node}
+    if len(set(renames.values())) != len(renames) or (set(renames.values()) & (taken - set(renames))):
+        renames = {}   # a name clash: keep TF's placeholder names
+    _rename_nodes(graph_def, renames)
+    placeholders = [renames.get(n, n) for n in placeholders]
+    taken = {node.name for node in graph_def.node}
+    outputs = []
+    for tensor, name in zip(frozen.outputs, output_names):
+        source = tensor.name.split(":")[0]
+        source = renames.get(source, source) + tensor.name[tensor.name.index(":"):]
+        if name in taken or not name:
+            outputs.append(source)   # the signature name is taken: keep the TF tensor
+            continue
+        node = graph_def.node.add(name=name, op="Identity", input=[source])
+        node.attr["T"].type = tensor.dtype.as_datatype_enum
+        taken.add(name)
+        outputs.append(f"{name}:0")
+    return graph_def, placeholders, outputs
+
+
+def _rename_nodes(graph_def, renames) -> None:
+    if not renames:
+        return
+
+    def ref(text: str) -> str:
+        control = text.startswith("^")
+        name, sep, port = text.lstrip("^").partition(":")
+        name = renames.get(name, name)
+        return ("^" if control else "") + name + (sep + port if sep else "")
+    for node in graph_def.node:
+        node.name = renames.get(node.name, node.name)
+        node.input[:] = [ref(i) for i in node.input]

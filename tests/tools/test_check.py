@@ -1,0 +1,91 @@
+"""`tf2ir check`: the support report of a model, without converting it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import run_cli
+
+SAMPLE_CNN = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+
+
+@pytest.fixture
+def unsupported_pb(freeze):
+    import tensorflow as tf
+
+    def fn(x):
+        a = tf.math.lgamma(x)                 # Lgamma: no plugin, twice
+        b = tf.math.lgamma(x * 2.0)
+        return tf.math.digamma(tf.nn.relu(a + b))   # Digamma: no plugin
+    path, _ = freeze(fn, tf.TensorSpec([None, 4], tf.float32, name="x"), "unsupported")
+    return path
+
+
+def test_supported_graph_exits_0_with_json(tmp_path):
+    result = run_cli("check", SAMPLE_CNN, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["supported"] is True and report["unsupported"] == []
+    assert report["tf_nodes"] > 0 and report["fusions"] == {}
+    rows = {row["op_type"]: row for row in report["op_types"]}
+    assert rows["Conv2D"]["count"] == 2
+    assert rows["Conv2D"]["ir_op_type"] == "Conv2D" and rows["Conv2D"]["plugin"] == "builtin_nn"
+    assert rows["Placeholder"]["status"] == "converter"
+    assert sum(row["count"] for row in report["op_types"]) == report["tf_nodes"]
+    assert not list(tmp_path.iterdir())   # nothing written
+
+
+def test_table_is_aligned(tmp_path):
+    result = run_cli("check", SAMPLE_CNN)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["OP", "TYPE", "COUNT", "IR", "OP", "PLUGIN"]
+    conv = next(line for line in lines if line.startswith("Conv2D "))
+    assert conv.index("builtin_nn") == lines[0].index("PLUGIN")
+    assert "0 unsupported" in result.stdout and "no scope fusion applies" in result.stdout
+
+
+def test_unsupported_ops_exit_3_with_examples(unsupported_pb):
+    result = run_cli("check", unsupported_pb, "--json")
+    assert result.returncode == 3, result.stderr
+    report = json.loads(result.stdout)
+    assert report["supported"] is False
+    unsupported = {row["op_type"]: row for row in report["unsupported"]}
+    assert set(unsupported) == {"Lgamma", "Digamma"}
+    assert unsupported["Lgamma"]["count"] == 2
+    assert "Lgamma" in unsupported["Lgamma"]["example"]
+    assert unsupported["Digamma"]["example"]
+    result = run_cli("check", unsupported_pb)
+    assert result.returncode == 3
+    assert "UNSUPPORTED, e.g. '" in result.stdout
+    assert "2 unsupported" in result.stdout and "Lgamma (2x, e.g. '" in result.stdout
+
+
+def test_layer_norm_fusion_is_listed(tmp_path):
+    import keras
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((5, 8), name="tokens")
+    x = keras.layers.LayerNormalization()(inputs)
+    outputs = keras.layers.Dense(4)(x)
+    path = str(tmp_path / "ln.keras")
+    keras.Model(inputs, outputs).save(path)
+    result = run_cli("check", path, "--json", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    report = json.loads(result.stdout)
+    assert report["fusions"] == {"layer_norm": 1}
+    rows = {row["op_type"]: row for row in report["op_types"]}
+    fused = [row for row in rows.values() if "layer_norm" in row["fused_by"]]
+    assert any(row["status"] == "fused" or row["plugin"] for row in fused)
+    text = run_cli("check", path, "-q")
+    assert text.returncode == 0 and "fusion layer_norm  1 match" in text.stdout
+
+
+def test_missing_model_is_one_line_error(tmp_path):
+    result = run_cli("check", str(tmp_path / "nope.pb"))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nope.pb" in lines[0] and "does not exist" in lines[0]

@@ -1,0 +1,167 @@
+"""`tf2ir check MODEL`: which plugin maps each TF op type, what is unsupported and which
+scope fusions would apply, without converting (no IR is built, nothing is written)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional
+
+from tf2ir.tools.cli import EPILOG, EXIT_OK, EXIT_UNSUPPORTED
+
+# Op types the converter handles itself, without a plugin.
+CONVERTER_OPS = {"Placeholder", "Const", "NoOp"}
+
+
+@dataclass
+class OpTypeSupport:
+    op_type: str
+    count: int
+    status: str                      # "mapped" | "converter" | "fused" | "unsupported"
+    ir_op_type: Optional[str] = None
+    plugin: Optional[str] = None
+    example: str = ""                # a node of this type (for unsupported ones: one left after fusion)
+    fused_by: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SupportReport:
+    model: str
+    tf_nodes: int
+    supported: bool
+    op_types: List[OpTypeSupport]
+    unsupported: List[OpTypeSupport]
+    fusions: Dict[str, int]          # pass name → matches it would fuse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from tf2ir.tools.cli import _add_common, _add_model_source
+    parser = subparsers.add_parser(
+        "check", help="report which op types of a model are supported, without converting",
+        description="List every TF op type of MODEL with its count and the plugin (and IR op) "
+                    "that maps it, the unsupported op types with an example node each, and the "
+                    "scope fusions that would apply. Exit 0 when everything is supported, 3 if not.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
+                                      "or Keras .keras/.h5 file")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
+                        help="input shapes as for convert (checked against the Placeholders)")
+    parser.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
+                        help="switch scope fusion passes on or off by name, as for convert")
+    _add_common(parser)
+    _add_model_source(parser)
+    return parser
+
+
+def check_graph_def(graph_def, model: str, manager, outputs=None, fusion=None,
+                    input_shapes=None) -> SupportReport:
+    """The support report of a GraphDef: op types before fusion, support after it."""
+    from tf2ir.ir import ConversionError
+    from tf2ir.parser.convert import PASSTHROUGH
+    from tf2ir.parser.functions import inline_functions
+    from tf2ir.parser.graph_view import TfGraph
+    from tf2ir.parser.scope_fusion import apply_scope_fusion
+
+    tf_graph = TfGraph(graph_def, model)
+    inline_functions(tf_graph)
+    for name in input_shapes or {}:
+        if name not in tf_graph or tf_graph[name].op_type != "Placeholder":
+            raise ConversionError(f"--inputs names '{name}', which is not a Placeholder of the "
+                                  "graph", model=model, exit_code=2)
+    before = _by_type(tf_graph)
+    fusions = apply_scope_fusion(tf_graph, manager, fusion, outputs or ())
+    after = _by_type(tf_graph)
+    fused_types = {}   # op type → the passes that absorbed some of its nodes or made them
+    for node in tf_graph.nodes.values():
+        if getattr(node, "pass_name", ""):
+            fused_types.setdefault(node.op_type, set()).add(node.pass_name)
+        for inner in getattr(node, "inner_nodes", ()):
+            fused_types.setdefault(inner.op_type, set()).add(node.pass_name)
+
+    rows, unsupported = [], []
+    for op_type in sorted(set(before) | set(after)):
+        names = before.get(op_type) or after[op_type]
+        left = after.get(op_type, [])
+        row = OpTypeSupport(op_type, len(names), "mapped", example=names[0],
+                            fused_by=sorted(fused_types.get(op_type, ())))
+        reg = manager.lookup(op_type)
+        if reg is not None:
+            row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
+        elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
+            row.status = "converter"
+        elif not left:
+            row.status = "fused"
+        else:
+            row.status, row.example, row.count = "unsupported", left[0], len(left)
+            unsupported.append(row)
+        rows.append(row)
+    return SupportReport(model, sum(len(v) for v in before.values()), not unsupported,
+                         rows, unsupported, fusions)
+
+
+def _by_type(tf_graph) -> Dict[str, List[str]]:
+    found: Dict[str, List[str]] = {}
+    for name, node in tf_graph.nodes.items():
+        found.setdefault(node.op_type, []).append(name)
+    return found
+
+
+def run(args) -> int:
+    from tf2ir.parser.convert import parse_input_shapes
+    from tf2ir.parser.load import load_model
+    from tf2ir.parser.scope_fusion import parse_fusion_switches
+    from tf2ir.plugins.manager import PluginManager
+    from tf2ir.tools.cli import model_tags
+
+    shapes = parse_input_shapes(args.inputs)
+    fusion = parse_fusion_switches(args.fusion)
+    manager = PluginManager(plugin_dirs=args.plugin_dir)
+    graph_def, outputs = load_model(args.model, args.signature, model_tags(args))
+    report = check_graph_def(graph_def, args.model, manager, outputs, fusion, shapes)
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        print(format_report(report))
+    return EXIT_OK if report.supported else EXIT_UNSUPPORTED
+
+
+def format_report(report: SupportReport) -> str:
+    """An aligned table: op type, count, IR op, plugin (or why there is none)."""
+    header = ("OP TYPE", "COUNT", "IR OP", "PLUGIN")
+    table = []
+    for row in report.op_types:
+        if row.status == "mapped":
+            ir_op, plugin = row.ir_op_type, row.plugin
+        elif row.status == "converter":
+            ir_op, plugin = "-", "(converter: input, constant or dropped)"
+        elif row.status == "fused":
+            ir_op, plugin = "-", f"(fused by {', '.join(row.fused_by)})"
+        else:
+            ir_op, plugin = "-", f"UNSUPPORTED, e.g. '{row.example}'"
+        if row.fused_by and row.status != "fused":
+            plugin += f"  [fusion: {', '.join(row.fused_by)}]"
+        table.append((row.op_type, str(row.count), ir_op, plugin))
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(3)]
+    lines = [f"{header[0]:<{widths[0]}}  {header[1]:>{widths[1]}}  {header[2]:<{widths[2]}}  "
+             f"{header[3]}"]
+    lines += [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in table]
+    lines.append(f"{report.tf_nodes} TF nodes, {len(report.op_types)} op types, "
+                 f"{len(report.unsupported)} unsupported")
+    if report.fusions:
+        width = max(len(name) for name in report.fusions)
+        for name, count in report.fusions.items():
+            lines.append(f"fusion {name:<{width}}  {count} match{'es' if count != 1 else ''}")
+    else:
+        lines.append("no scope fusion applies")
+    if report.unsupported:
+        parts = [f"{r.op_type} ({r.count}x, e.g. '{r.example}')" for r in report.unsupported]
+        lines.append("unsupported: " + ", ".join(parts))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from tf2ir.tools.cli import main
+    sys.exit(main(["check", *sys.argv[1:]]))
