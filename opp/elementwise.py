@@ -1,0 +1,3 @@
+"""Elementwise ops beyond the basic arithmetic: more unary math, integer division, comparisons, logical and bitwise ops, selection and clipping."""
+
+from __future__ import annotations
