@@ -312,29 +312,6 @@ def convert_all(jobs: Sequence[Job], workers: int, plugin_dirs=(), force=False,
 
 
 # -- what the user sees ------------------------------------------------------------------
-class ProgressBar:
-    """A one-line bar on stderr, redrawn in place; only on a terminal."""
-
-    def __init__(self, total: int, enabled: bool, width: int = 30):
-        self.total, self.done, self.failed = total, 0, 0
-        self.enabled, self.width = enabled and total > 0, width
-
-    def update(self, result: Result) -> None:
-        self.done += 1
-        self.failed += result.status in ("failed", "unsupported")
-        if self.enabled:
-            filled = self.width * self.done // self.total
-            name = result.name if len(result.name) <= 40 else "..." + result.name[-37:]
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
-                             f" failed {self.failed}  {name:<40}")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 def format_table(results: Sequence[Result]) -> str:
     rows = [("MODEL", "STATUS", "SECONDS", "MESSAGE")]
     rows += [(r.name, r.status, f"{r.seconds:.2f}", r.message) for r in results]
@@ -420,9 +397,10 @@ def run(args) -> int:
     os.makedirs(args.out_dir, exist_ok=True)
 
     start = time.perf_counter()
-    bar = ProgressBar(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
+    from tf2ir.tools.progress import ProgressBar, wanted
+    bar = ProgressBar(len(jobs), enabled=wanted(args.quiet))
     try:
-        results = convert_all(jobs, args.jobs, args.plugin_dir, args.force, bar.update)
+        results = convert_all(jobs, args.jobs, args.plugin_dir, args.force, lambda r: bar.update(r.name, r.status in ("failed", "unsupported")))
     finally:
         bar.close()
     seconds = time.perf_counter() - start

@@ -125,20 +125,37 @@ def _timed(phases, name):
 
 
 def cmd_convert(args) -> int:
-    from tf2ir.ir.compile import compile_to_file
-    from tf2ir.ir.text import save
-    from tf2ir.parser.convert import convert_file, parse_input_shapes
+    from tf2ir.parser.convert import parse_input_shapes
 
     emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
     shapes = parse_input_shapes(args.inputs)
     outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
     from tf2ir.parser.scope_fusion import parse_fusion_switches
     fusion = parse_fusion_switches(args.fusion)
+    from tf2ir.tools.progress import PhaseLine, wanted
+    with PhaseLine(wanted(args.quiet or args.verbose)) as progress:   # -v logs phases itself
+        return _convert(args, emit, shapes, outputs, fusion, progress)
+
+
+def _convert(args, emit, shapes, outputs, fusion, progress) -> int:
+    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.text import save
+    from tf2ir.parser.convert import convert_file
+
     phases = {}
+    progress.phase("loading plugins")
     with _timed(phases, "plugins"):
         manager = _manager(args)
+    progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
     graph, report = convert_file(args.model, manager, shapes, outputs, fusion=fusion,
                                  signature=args.signature, tags=model_tags(args))
+    progress.phase(f"{'saving' if emit == 'ir' else 'compiling'} {report.ir_nodes} IR nodes")
+    with _timed(phases, "save" if emit == "ir" else "compile"):
+        if emit == "ir":
+            save(graph, args.output)
+        else:
+            compile_to_file(graph, args.output, model_name=args.model)
+    progress.close()
     for override in manager.overrides_for(report.op_types):
         if not args.quiet:
             print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent, unless asked
@@ -146,16 +163,11 @@ def cmd_convert(args) -> int:
         log.info("%-8s %.3f s", name, seconds)
     for name, count in report.fusions.items():
         log.info("fused    %s: %d match%s", name, count, "es" if count > 1 else "")
-    with _timed(phases, "save" if emit == "ir" else "compile"):
-        if emit == "ir":
-            save(graph, args.output)
-        else:
-            compile_to_file(graph, args.output, model_name=args.model)
     log.info("%d TF nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.kept_nodes,
              report.ir_nodes, args.output)
     if getattr(args, "verify", False):
         from tf2ir.tools.verify import verify_after_convert
-        return verify_after_convert(args, report, graph, emit)
+        return verify_after_convert(args, report, graph, emit, progress)
     return EXIT_OK
 
 

@@ -57,7 +57,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from tf2ir.tools.cli import EPILOG, _add_common
+    from tf2ir.tools.cli import EPILOG, _add_common, _add_model_source
     verify = subparsers.add_parser(
         "verify", help="convert a frozen graph and compare onnxruntime with TensorFlow",
         description="Convert a frozen TensorFlow GraphDef to ONNX, run both TensorFlow and "
@@ -65,7 +65,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "the first TF node whose converted tensor diverges is named, with its op "
                     "type and plugin. Exit 0 on a match, 4 on a mismatch.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    verify.add_argument("model", help="frozen GraphDef: .pb or .pbtxt")
+    verify.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
+                                      "or Keras .keras/.h5 file")
     verify.add_argument("--onnx", default=None, metavar="OUT.onnx",
                         help="also write the converted model here (kept on a mismatch)")
     verify.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
@@ -74,6 +75,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="output tensors, comma-separated (default: the graph's sinks)")
     add_options(verify)
     _add_common(verify)
+    _add_model_source(verify)
     return verify
 
 
@@ -89,46 +91,80 @@ def run(args) -> int:
     from tf2ir.parser.convert import convert_file, parse_input_shapes
     from tf2ir.plugins.manager import PluginManager
 
+    from tf2ir.tools.cli import model_tags
+    from tf2ir.tools.progress import PhaseLine, wanted
+
     manager = PluginManager(plugin_dirs=args.plugin_dir)
     shapes = parse_input_shapes(args.inputs)
     outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
-    graph, report = convert_file(args.model, manager, shapes, outputs)
-    for override in manager.overrides_for(report.op_types):
-        print(f"tf2ir: note: {override}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
-        onnx_path = args.onnx or os.path.join(tmp, "model.onnx")
-        compile_to_file(graph, onnx_path, model_name=args.model)
-        return verify_conversion(args.model, onnx_path, report, options_from_args(args), graph=graph)
+    with PhaseLine(wanted(args.quiet or args.verbose)) as progress:
+        progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
+        graph, report = convert_file(args.model, manager, shapes, outputs,
+                                     signature=args.signature, tags=model_tags(args))
+        if not args.quiet:
+            for override in manager.overrides_for(report.op_types):
+                print(f"tf2ir: note: {override}", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
+            onnx_path = args.onnx or os.path.join(tmp, "model.onnx")
+            progress.phase(f"compiling {report.ir_nodes} IR nodes")
+            compile_to_file(graph, onnx_path, model_name=args.model)
+            return verify_conversion(args.model, onnx_path, report, options_from_args(args),
+                                     graph=graph, source=_source(args), progress=progress)
 
 
-def verify_after_convert(args, report, graph, emit: str = "onnx") -> int:
+def _source(args) -> dict:
+    """How to load the model again for TensorFlow: SavedModel signature and tags."""
+    from tf2ir.tools.cli import model_tags
+    return {"signature": getattr(args, "signature", None), "tags": model_tags(args)}
+
+
+def verify_after_convert(args, report, graph, emit: str = "onnx", progress=None) -> int:
     """`tf2ir convert --verify`: verify the model just written (default inputs and
     tolerances). A mismatch keeps the output file, for debugging, and returns 4."""
+    from tf2ir.tools.progress import PhaseLine, wanted
+    if progress is not None:
+        return _verify_after_convert(args, report, graph, emit, progress)
+    with PhaseLine(wanted(getattr(args, "quiet", False))) as progress:
+        return _verify_after_convert(args, report, graph, emit, progress)
+
+
+def _verify_after_convert(args, report, graph, emit, progress) -> int:
+    options, source = options_from_args(args), _source(args)
     if emit == "onnx":
-        return verify_conversion(args.model, args.output, report, options_from_args(args), graph=graph)
+        return verify_conversion(args.model, args.output, report, options, graph=graph,
+                                 source=source, progress=progress)
     from tf2ir.ir.compile import compile_to_file
     with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:   # --emit ir: compile a copy
         onnx_path = os.path.join(tmp, "model.onnx")
         compile_to_file(graph, onnx_path, model_name=args.model)
-        return verify_conversion(args.model, onnx_path, report, options_from_args(args), graph=graph)
+        return verify_conversion(args.model, onnx_path, report, options, graph=graph,
+                                 source=source, progress=progress)
 
 
 # -- verification ------------------------------------------------------------------------
 def verify_conversion(model_path: str, onnx_path: str, report=None,
                       options: Optional[VerifyOptions] = None, graph=None,
-                      out: Optional[TextIO] = None) -> int:
+                      out: Optional[TextIO] = None, source: Optional[dict] = None,
+                      progress=None) -> int:
     """Compare the ONNX model at `onnx_path` with the frozen graph at `model_path`; print
     the per-output table (and the first diverging node when `report`, the conversion's
-    report, is given). Return 0 on a match, 4 on a mismatch."""
+    report, is given). `source` holds the SavedModel signature and tags; `progress` a
+    tools.progress.PhaseLine. Return 0 on a match, 4 on a mismatch."""
     import onnx
+
+    from tf2ir.tools.progress import PhaseLine
     options = options or VerifyOptions()
     out = out or sys.stdout
+    progress = progress or PhaseLine(False)
     model = onnx.load(onnx_path)
     feeds = make_inputs(model, options)
     names = [o.name for o in model.graph.output]
-    tf_graph = _tf_graph(model_path)
+    progress.phase("running TensorFlow")
+    tf_graph = _tf_graph(model_path, **(source or {}))
     expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
+    progress.phase("running onnxruntime")
     actual = _run_onnx(model, feeds, names)
+    progress.close()
     rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
     _print_table(rows, out)
     bad = [r for r in rows if not r.ok]
@@ -142,7 +178,9 @@ def verify_conversion(model_path: str, onnx_path: str, report=None,
           f"rtol={options.rtol:g} atol={options.atol:g} (inputs: {inputs}; seed {options.seed})",
           file=out)
     if report is not None:
-        print(first_divergence(model, tf_graph, feeds, report, options, graph), file=out)
+        line = first_divergence(model, tf_graph, feeds, report, options, graph, progress)
+        progress.close()
+        print(line, file=out)
     return EXIT_MISMATCH
 
 
@@ -236,11 +274,14 @@ def _tf_tensor_name(onnx_name: str) -> str:
     return onnx_name if sep and port.isdigit() else onnx_name + ":0"
 
 
-def _tf_graph(model_path: str):
+def _tf_graph(model_path: str, signature: Optional[str] = None, tags=None):
+    """The model as TF graph: a frozen .pb as is; a SavedModel or Keras file frozen again
+    (deterministically, so the node names are the ones the conversion saw)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
-    from tf2ir.parser.load import load_graph_def
-    graph_def = tf.compat.v1.GraphDef.FromString(load_graph_def(model_path).SerializeToString())
+    from tf2ir.parser.load import load_model
+    frozen, _ = load_model(model_path, signature, tags)
+    graph_def = tf.compat.v1.GraphDef.FromString(frozen.SerializeToString())
     graph = tf.Graph()
     with graph.as_default():
         tf.import_graph_def(graph_def, name="")
@@ -292,7 +333,8 @@ def debug_candidates(model, tf_graph, report, graph=None) -> List[Tuple[str, int
     return candidates
 
 
-def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, graph=None) -> str:
+def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, graph=None,
+                     progress=None) -> str:
     """One line naming the first TF node (topological order) whose converted tensor differs.
 
     A diverged tensor can feed a node that hides the error (a saturating op, an argmax), so
@@ -303,6 +345,8 @@ def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, gra
     candidates = debug_candidates(model, tf_graph, report, graph)
     types = _onnx_types(model)
     for start in range(0, len(candidates), DEBUG_CHUNK):
+        if progress is not None:
+            progress.phase(f"looking for the first divergence: {start}/{len(candidates)} tensors")
         chunk = candidates[start:start + DEBUG_CHUNK]
         debug = type(model)()
         debug.CopyFrom(model)

@@ -80,6 +80,14 @@ def test_signature_option_picks_another_signature(saved_model, tmp_path):
     assert len(got) == 1 and max_abs_error(got[0], want["total"]) <= 1e-5
 
 
+def test_verify_a_saved_model_signature(saved_model, tmp_path):
+    """verify freezes the SavedModel again for TensorFlow: the node names line up."""
+    result = run_cli("verify", saved_model, "--signature", "add", "--batch", "3")
+    assert result.returncode == 0, result.stderr
+    assert "verification passed: 1 output" in result.stdout
+    assert "total" in result.stdout
+
+
 def test_unknown_signature_lists_the_available_ones(saved_model, tmp_path):
     out = str(tmp_path / "m.onnx")
     result = run_cli("convert", saved_model, "--signature", "nope", "-o", out)

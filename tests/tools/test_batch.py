@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli, run_onnx
-from tf2ir.tools.batch import (Job, ProgressBar, Result, format_table, parse_shard,
+from tf2ir.tools.batch import (Job, Result, format_table, parse_shard,
                                shard_jobs)
 
 SAMPLE_CNN = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
@@ -219,11 +219,12 @@ def test_usage_errors_are_one_line(tmp_path, argv, needle):
 
 
 def test_progress_bar_and_table(capsys):
+    from tf2ir.tools.progress import ProgressBar
     results = [Result("a.pb", "a.pb", "a.onnx", "ok", 0.5),
                Result("b.pb", "b.pb", "b.onnx", "failed", 0.1, "boom", 1)]
     bar = ProgressBar(2, enabled=True, width=10)
     for r in results:
-        bar.update(r)
+        bar.update(r.name, r.status == "failed")
     bar.close()
     err = capsys.readouterr().err
     assert "\r[#####.....] 1/2 failed 0  a.pb" in err and "[##########] 2/2 failed 1" in err
@@ -232,5 +233,5 @@ def test_progress_bar_and_table(capsys):
     assert table[0].split() == ["MODEL", "STATUS", "SECONDS", "MESSAGE"]
     assert table[2].split() == ["b.pb", "failed", "0.10", "boom"]
     assert table[-1] == "1 ok, 0 skipped, 1 failed, 0 unsupported of 2 models"
-    ProgressBar(2, enabled=False).update(results[0])      # not a terminal: silent
+    ProgressBar(2, enabled=False).update("a.pb")      # not a terminal: silent
     assert capsys.readouterr().err == ""
