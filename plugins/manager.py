@@ -19,9 +19,8 @@ from tf2ir.plugins.fusion import (
 )
 from tf2ir.plugins.registry import OpRegistration
 
-BUILTIN_MODULES = ("tf2ir.plugins.builtin.nn", "tf2ir.plugins.builtin.math",
-                   "tf2ir.plugins.builtin.array", "tf2ir.plugins.builtin.fusion",
-                   "tf2ir.plugins.builtin.control")
+BUILTIN_MODULES = tuple(f"tf2ir.plugins.builtin.{family}" for family in (
+    "nn", "math", "array", "fusion", "control", "elementwise", "shape", "image", "reduce"))
 PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
 
 

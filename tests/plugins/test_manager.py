@@ -14,7 +14,7 @@ from tf2ir.plugins import (
 )
 from tf2ir.plugins.manager import BUILTIN_MODULES, PLUGIN_PATH_ENV, Override
 
-BUILTIN_NAMES = {"builtin_nn", "builtin_math", "builtin_array", *BUILTIN_MODULES}
+BUILTIN_NAMES = {*BUILTIN_MODULES, *("builtin_" + m.rsplit(".", 1)[1] for m in BUILTIN_MODULES)}
 
 
 @pytest.fixture(autouse=True)
