@@ -8,7 +8,10 @@ TensorFlow is imported inside the functions only; importing this module costs no
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
+import tempfile
 from typing import List, Sequence, Tuple
 
 from tf2ir.ir import ConversionError
@@ -29,9 +32,32 @@ def is_keras_file(path: str) -> bool:
     return path.lower().endswith(KERAS_SUFFIXES)
 
 
-def _import_tensorflow():
+def import_tensorflow():
+    """`import tensorflow`, quietly. TF's C++ start-up lines (absl's "All log messages
+    before absl::InitializeLog()", oneDNN notices) ignore TF_CPP_MIN_LOG_LEVEL, so file
+    descriptor 2 is captured while TF loads; they are logged at debug level (`-v`) and
+    shown when the import fails, never mixed into the one-line errors."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow as tf
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        noise = captured.read().decode("utf-8", "replace").strip()
+    if noise:
+        logging.getLogger("tf2ir").debug("tensorflow import: %s", noise)
     return tf
 
 
@@ -48,7 +74,7 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
     if not is_saved_model(path):
         raise ConversionError("is a directory but not a SavedModel (no saved_model.pb in it)",
                               model=path)
-    tf = _import_tensorflow()
+    tf = import_tensorflow()
     try:
         loaded = tf.saved_model.load(path, tags=list(tags) or None)
     except Exception as exc:
@@ -76,7 +102,7 @@ def freeze_keras_file(path: str) -> Frozen:
     """Load a Keras `.keras` / `.h5` model (not compiled) and freeze its inference call."""
     if not os.path.isfile(path):
         raise ConversionError("file does not exist", model=path)
-    tf = _import_tensorflow()
+    tf = import_tensorflow()
     import keras
     try:
         model = keras.models.load_model(path, compile=False)

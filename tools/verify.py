@@ -277,9 +277,9 @@ def _tf_tensor_name(onnx_name: str) -> str:
 def _tf_graph(model_path: str, signature: Optional[str] = None, tags=None):
     """The model as TF graph: a frozen .pb as is; a SavedModel or Keras file frozen again
     (deterministically, so the node names are the ones the conversion saw)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
+    from tf2ir.parser.frozen import import_tensorflow
     from tf2ir.parser.load import load_model
+    tf = import_tensorflow()
     frozen, _ = load_model(model_path, signature, tags)
     graph_def = tf.compat.v1.GraphDef.FromString(frozen.SerializeToString())
     graph = tf.Graph()
