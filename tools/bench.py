@@ -1,12 +1,18 @@
 """Benchmark: converts frozen models with the `tf2ir` command line, each as a whole child
-process, and prints per model the wall time, peak memory and node counts.
+process, and prints per model the wall time, peak memory and node counts; then the latency
+of the converted models in onnxruntime (and of TensorFlow running the frozen graph).
 
     python -m tf2ir.tools.bench                       # ResNet50 MobileNetV2 EfficientNetB0
     python -m tf2ir.tools.bench ResNet50 --repeat 5
     python -m tf2ir.tools.bench path/to/frozen.pb
+    python -m tf2ir.tools.bench ResNet50 --passes off:all     # tf2ir without its ONNX passes
+    python -m tf2ir.tools.bench --generate 100000 --no-latency  # a generated 100,000-node graph
 
 Models named by keras.applications name are frozen once (weights=None) into --model-dir.
-If tf2onnx is installed, it converts the same frozen graphs in the same run (--no-peer to skip).
+If tf2onnx is importable (e.g. PYTHONPATH=/tmp/t2o-site), it converts the same frozen graphs
+in the same run (--no-peer to skip). Latency: the median of --runs runs after warm-up, the
+models' runs interleaved, with intra_op_num_threads=1 and with all threads; the tf2ir/tf2onnx
+ratio per model and their geometric mean. TensorFlow is imported in a child process only.
 """
 
 from __future__ import annotations
@@ -14,14 +20,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
-from typing import List, Optional, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 DEFAULT_MODELS = ["ResNet50", "MobileNetV2", "EfficientNetB0"]
 
@@ -43,6 +50,9 @@ class Row:
     onnx_nodes: int
     tf2ir: Measure
     peer: Optional[Measure] = None
+    # latency in ms: {"tf2ir": {"1": ms, "all": ms}, "tf2onnx": {...}, "tf": {...}}
+    latency: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    max_error: Optional[float] = None     # tf2ir's output against TensorFlow's
 
 
 def run_measured(cmd: List[str]) -> Measure:
@@ -97,19 +107,203 @@ def node_counts(pb: str, onnx_path: str) -> Tuple[int, int, int]:
     return tuple(json.loads(result.stdout))
 
 
-def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool) -> Row:
+def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool,
+                passes: List[str], runs: int = 0) -> Row:
     pb, outputs = ensure_frozen(name, model_dir)
     label = os.path.splitext(os.path.basename(pb))[0]
     out = os.path.join(out_dir, f"{label}.onnx")
-    ours = best_of([sys.executable, "-m", "tf2ir.tools.cli", "convert", pb, "-o", out], repeat)
+    switches = [f"--passes={p}" for p in passes]
+    ours = best_of([sys.executable, "-m", "tf2ir.tools.cli", "convert", pb, "-o", out] + switches,
+                   repeat)
     tf_nodes, ir_nodes, onnx_nodes = node_counts(pb, out) if ours.ok else (0, 0, 0)
     row = Row(label, os.path.getsize(pb) / 1e6, tf_nodes, ir_nodes, onnx_nodes, ours)
+    peer_out = os.path.join(out_dir, f"{label}.tf2onnx.onnx")
     if peer and outputs:
-        peer_out = os.path.join(out_dir, f"{label}.tf2onnx.onnx")
         row.peer = best_of([sys.executable, "-m", "tf2onnx.convert", "--graphdef", pb,
                             "--inputs", "input:0", "--outputs", ",".join(outputs),
                             "--opset", "18", "--output", peer_out], 1)
+    if runs and ours.ok:
+        models = {"tf2ir": out}
+        if row.peer is not None and row.peer.ok:
+            models["tf2onnx"] = peer_out
+        row.latency, row.max_error = measure_latency(models, pb, outputs, out_dir, runs)
     return row
+
+
+_ORT_LATENCY_SCRIPT = """
+import json, statistics, sys, time
+import numpy as np
+import onnxruntime as ort
+spec = json.loads(sys.argv[1])
+x = np.load(spec["input"])
+result, outputs = {}, {}
+for threads in (1, 0):
+    sessions = {}
+    for label, path in spec["models"].items():
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        try:
+            sessions[label] = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:      # a peer's invalid model: time the others
+            if label == "tf2ir":
+                raise
+            print(f"latency: {label}: {str(exc)[:200]}", file=sys.stderr)
+    feeds = {label: {s.get_inputs()[0].name: x} for label, s in sessions.items()}
+    times = {label: [] for label in sessions}
+    for label, s in sessions.items():
+        for _ in range(3):
+            outputs[label] = s.run(None, feeds[label])[0]
+    for _ in range(spec["runs"]):
+        for label, s in sessions.items():    # interleaved: load changes hit every model alike
+            start = time.perf_counter()
+            s.run(None, feeds[label])
+            times[label].append(time.perf_counter() - start)
+    for label in sessions:
+        result.setdefault(label, {})["1" if threads == 1 else "all"] = \
+            1000 * statistics.median(times[label])
+np.save(spec["output"], outputs["tf2ir"])
+print(json.dumps(result))
+"""
+
+_TF_LATENCY_SCRIPT = """
+import json, os, statistics, sys, time
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import tensorflow as tf
+spec = json.loads(sys.argv[1])
+x = np.load(spec["input"])
+graph_def = tf.compat.v1.GraphDef()
+with open(spec["pb"], "rb") as f:
+    graph_def.ParseFromString(f.read())
+graph = tf.Graph()
+with graph.as_default():
+    tf.import_graph_def(graph_def, name="")
+result = {}
+for threads in (1, 0):
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
+                                      inter_op_parallelism_threads=threads)
+    with tf.compat.v1.Session(graph=graph, config=config) as session:
+        feeds = {spec["input_name"]: x}
+        for _ in range(3):
+            out = session.run(spec["outputs"], feeds)[0]
+        times = []
+        for _ in range(spec["runs"]):
+            start = time.perf_counter()
+            session.run(spec["outputs"], feeds)
+            times.append(time.perf_counter() - start)
+    result["1" if threads == 1 else "all"] = 1000 * statistics.median(times)
+np.save(spec["output"], out)
+print(json.dumps(result))
+"""
+
+
+def _model_input_shape(path: str) -> List[int]:
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    return [d.dim_value if d.HasField("dim_value") else 1 for d in dims]
+
+
+def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir: str,
+                    runs: int) -> Tuple[Dict[str, Dict[str, float]], Optional[float]]:
+    """Latency (ms) of each ONNX model in onnxruntime and of the frozen graph in TensorFlow
+    on one random input (batch 1), each measured in a child process; and the largest
+    difference between tf2ir's output and TensorFlow's."""
+    import numpy as np
+    x = np.random.RandomState(0).uniform(0, 1, _model_input_shape(models["tf2ir"])).astype(np.float32)
+    x_path, ours_path, tf_path = (os.path.join(out_dir, f) for f in ("x.npy", "ours.npy", "tf.npy"))
+    np.save(x_path, x)
+    spec = {"input": x_path, "models": models, "runs": runs, "output": ours_path}
+    result = subprocess.run([sys.executable, "-c", _ORT_LATENCY_SCRIPT, json.dumps(spec)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"latency: onnxruntime failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
+        return {}, None
+    for line in result.stderr.splitlines():
+        if line.startswith("latency:"):
+            print(line, file=sys.stderr)
+    latency = json.loads(result.stdout.strip().splitlines()[-1])
+    if not outputs or importlib.util.find_spec("tensorflow") is None:
+        return latency, None
+    spec = {"input": x_path, "pb": pb, "input_name": "input:0", "outputs": outputs,
+            "runs": runs, "output": tf_path}
+    result = subprocess.run([sys.executable, "-c", _TF_LATENCY_SCRIPT, json.dumps(spec)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"latency: TensorFlow failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
+        return latency, None
+    latency["tf"] = json.loads(result.stdout.strip().splitlines()[-1])
+    return latency, float(np.abs(np.load(ours_path) - np.load(tf_path)).max())
+
+
+def geometric_mean(values: List[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def print_latency_table(rows: List[Row]) -> None:
+    timed = [r for r in rows if r.latency]
+    if not timed:
+        return
+    print()
+    print(f"{'latency ms':<16} {'tf2ir 1t':>9} {'tf2onnx 1t':>10} {'ratio':>6} {'tf2ir all':>9} "
+          f"{'tf2onnx all':>11} {'ratio':>6} {'TF 1t':>8} {'TF all':>8} {'max|tf2ir-TF|':>14}")
+    ratios: Dict[str, List[float]] = {"1": [], "all": []}
+
+    def cell(value, width, fmt=".1f"):
+        return f"{value:>{width}{fmt}}" if value is not None else f"{'-':>{width}}"
+    for r in timed:
+        ours, peer, tf = (r.latency.get(k, {}) for k in ("tf2ir", "tf2onnx", "tf"))
+        line = f"{r.model:<16}"
+        for threads, widths in (("1", (9, 10)), ("all", (9, 11))):
+            ratio = ours[threads] / peer[threads] if threads in peer else None
+            if ratio is not None:
+                ratios[threads].append(ratio)
+            line += (f" {cell(ours.get(threads), widths[0])} {cell(peer.get(threads), widths[1])}"
+                     f" {cell(ratio, 6, '.3f')}")
+        line += f" {cell(tf.get('1'), 8)} {cell(tf.get('all'), 8)} {cell(r.max_error, 14, '.2e')}"
+        print(line)
+    if ratios["1"]:
+        print(f"{'geometric mean':<16} {'':>9} {'':>10} {geometric_mean(ratios['1']):>6.3f} "
+              f"{'':>9} {'':>11} {geometric_mean(ratios['all']):>6.3f}")
+
+
+def generate_ladder(path: str, nodes: int, width: int = 16, seed: int = 0) -> str:
+    """Write a frozen GraphDef of about `nodes` nodes without TensorFlow: an input (None,
+    width) through rungs of MatMul(h, W) + b -> Relu/Tanh -> + h (6 nodes with the Consts)."""
+    import numpy as np
+    from tensorboard.compat.proto import (attr_value_pb2, graph_pb2, tensor_pb2,
+                                          tensor_shape_pb2, types_pb2)
+    rng = np.random.RandomState(seed)
+    dim = tensor_shape_pb2.TensorShapeProto.Dim
+    graph = graph_pb2.GraphDef()
+
+    def add(name, op, inputs=(), **attrs):
+        node = graph.node.add(name=name, op=op, input=list(inputs))
+        node.attr["dtype" if op in ("Const", "Placeholder") else "T"].type = types_pb2.DT_FLOAT
+        for key, value in attrs.items():
+            node.attr[key].CopyFrom(value)
+        return name
+
+    def const(name, array):
+        tensor = tensor_pb2.TensorProto(
+            dtype=types_pb2.DT_FLOAT, tensor_content=array.tobytes(),
+            tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[dim(size=d) for d in array.shape]))
+        return add(name, "Const", value=attr_value_pb2.AttrValue(tensor=tensor))
+
+    shape = tensor_shape_pb2.TensorShapeProto(dim=[dim(size=-1), dim(size=width)])
+    h = add("input", "Placeholder", shape=attr_value_pb2.AttrValue(shape=shape))
+    for i in range((nodes - 2) // 6):
+        w = const(f"rung{i}/w", (rng.randn(width, width) / width).astype(np.float32))
+        b = const(f"rung{i}/b", (rng.randn(width) * 0.1).astype(np.float32))
+        m = add(f"rung{i}/matmul", "MatMul", [h, w])
+        a = add(f"rung{i}/bias", "AddV2", [m, b])
+        act = add(f"rung{i}/act", "Relu" if i % 2 else "Tanh", [a])
+        h = add(f"rung{i}/residual", "AddV2", [act, h])
+    add("Identity", "Identity", [h])
+    with open(path + ".tmp", "wb") as f:
+        f.write(graph.SerializeToString())
+    os.replace(path + ".tmp", path)
+    return path
 
 
 def print_table(rows: List[Row]) -> None:
@@ -143,14 +337,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per model; the median wall time")
     parser.add_argument("--no-peer", action="store_true", help="do not run tf2onnx even if installed")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--runs", type=int, default=20,
+                        help="latency: timed runs per model after warm-up (default: %(default)s)")
+    parser.add_argument("--no-latency", action="store_true",
+                        help="measure conversion only, not the converted models' latency")
+    parser.add_argument("--passes", action="append", default=[], metavar="on:NAME,off:NAME",
+                        help="passed to `tf2ir convert --passes` (e.g. off:all for a baseline)")
+    parser.add_argument("--generate", type=int, metavar="NODES", action="append", default=[],
+                        help="also bench a generated frozen graph of about NODES nodes (a ladder "
+                             "of small MatMuls and elementwise ops); repeatable")
     args = parser.parse_args(argv)
     os.makedirs(args.model_dir, exist_ok=True)
     peer = not args.no_peer and importlib.util.find_spec("tf2onnx") is not None
+    runs = 0 if args.no_latency else args.runs
+    models = list(args.models) if args.models != DEFAULT_MODELS or not args.generate else []
+    for nodes in args.generate:
+        path = os.path.join(args.model_dir, f"ladder{nodes}.pb")
+        if not os.path.exists(path):
+            generate_ladder(path, nodes)
+        models.append(path)
     rows = []
     with tempfile.TemporaryDirectory() as out_dir:
-        for name in args.models:
-            rows.append(bench_model(name, args.model_dir, out_dir, args.repeat, peer))
+        for name in models:
+            generated = name in [os.path.join(args.model_dir, f"ladder{n}.pb") for n in args.generate]
+            rows.append(bench_model(name, args.model_dir, out_dir, args.repeat,
+                                    peer and not generated, args.passes, 0 if generated else runs))
     print_table(rows)
+    print_latency_table(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump([asdict(r) for r in rows], f, indent=2)

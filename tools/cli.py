@@ -43,6 +43,11 @@ def _add_model_source(parser: argparse.ArgumentParser) -> None:
                         help="print nothing but errors on stderr")
 
 
+def _passes_epilog() -> str:
+    from tf2ir.ir.passes.pipeline import describe_passes
+    return f"optimisation passes (--passes; default state):\n{describe_passes()}\n\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
@@ -54,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert a frozen TF graph (.pb/.pbtxt) to ONNX or to IR",
         description="Convert a frozen TensorFlow GraphDef (.pb binary or .pbtxt text) into "
                     "an ONNX model (default) or into tf2ir's text IR with a weights file.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=_passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
                                        "or Keras .keras/.h5 file")
     convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
@@ -68,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
                          help="switch scope fusion passes on or off by name (NAME 'all' is every "
                               "pass); repeatable")
+    convert.add_argument("--passes", action="append", default=[], metavar="on:NAME,off:NAME",
+                         help="switch ONNX optimisation passes (listed below) on or off by name, "
+                              "e.g. off:layout,off:cse (NAME 'all' is every pass); repeatable")
     convert.add_argument("--verify", action="store_true",
                          help="run TensorFlow and onnxruntime on random inputs and compare "
                               "(exit 4 on a mismatch; the output file is kept)")
@@ -154,7 +162,7 @@ def _convert(args, emit, shapes, outputs, fusion, progress) -> int:
         if emit == "ir":
             save(graph, args.output)
         else:
-            compile_to_file(graph, args.output, model_name=args.model)
+            compile_to_file(graph, args.output, model_name=args.model, passes=args.passes or None)
     progress.close()
     for override in manager.overrides_for(report.op_types):
         if not args.quiet:

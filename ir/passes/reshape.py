@@ -1,0 +1,144 @@
+"""Reshape simplification on the lowered ONNX graph.
+
+Keras layers reshape with a target computed at run time from the input's own shape
+(Shape -> Slice -> Squeeze -> Unsqueeze -> Concat -> Reshape keeps a symbolic batch dim).
+When every run-time entry of the target is the input's dim at the same position, the
+target becomes a constant with 0 there (ONNX Reshape's "copy this dim"), and the shape
+subgraph dies. A Transpose right after a Reshape to a constant shape that only moves size-1
+dims (the non-1 dims keep their order) is a Reshape too, and is merged into it."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import onnx
+
+from tf2ir.ir.passes.lowered import LoweredGraph, attr_value
+
+Dim = Union[int, Tuple[str, int]]          # a known int, or (value name, axis): that dim
+
+
+class _ShapeValues:
+    """Evaluates 1-D/0-D integer tensors computed from shapes, as lists of Dims."""
+
+    def __init__(self, g: LoweredGraph):
+        self.g = g
+        self.producer = g.producers()
+        self.memo: Dict[str, Optional[List[Dim]]] = {}
+
+    def value(self, name: str) -> Optional[List[Dim]]:
+        if name not in self.memo:
+            self.memo[name] = None            # cycles cannot happen; this guards recursion
+            self.memo[name] = self._evaluate(name)
+        return self.memo[name]
+
+    def _ints(self, name: str) -> Optional[List[int]]:
+        c = self.g.const(name)
+        if c is None or c.dtype.kind not in "iu" or c.ndim > 1:
+            return None
+        return [int(v) for v in c.reshape(-1)]
+
+    def _evaluate(self, name: str) -> Optional[List[Dim]]:
+        ints = self._ints(name)
+        if ints is not None:
+            return ints
+        node = self.producer.get(name)
+        if node is None or node.domain not in ("", "ai.onnx"):
+            return None
+        op = node.op_type
+        if op == "Shape":
+            rank = self.g.rank(node.input[0])
+            if rank is None:
+                return None
+            start, end = attr_value(node, "start", 0), attr_value(node, "end", rank)
+            return [(node.input[0], i) for i in range(rank)][slice(start, end)]
+        if op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"):
+            if op == "Cast" and attr_value(node, "to") not in (6, 7):
+                return None
+            inner = self.value(node.input[0])
+            # 1-element tensors only for (Un)Squeeze/Reshape: the list form has no rank.
+            if inner is None or (op not in ("Cast", "Identity") and len(inner) != 1):
+                return None
+            return inner
+        if op == "Concat":
+            parts = [self.value(i) for i in node.input]
+            return None if any(p is None for p in parts) else [d for p in parts for d in p]
+        if op == "Slice":
+            inner = self.value(node.input[0])
+            starts, ends = self._ints(node.input[1]), self._ints(node.input[2])
+            axes = self._ints(node.input[3]) if len(node.input) > 3 and node.input[3] else [0]
+            steps = self._ints(node.input[4]) if len(node.input) > 4 and node.input[4] else [1]
+            if inner is None or starts is None or ends is None or axes not in ([0], [-1]) \
+                    or steps is None or len(starts) != 1 or len(ends) != 1 or len(steps) != 1:
+                return None
+            return inner[slice(starts[0], ends[0], steps[0])]
+        if op == "Gather":
+            inner, indices = self.value(node.input[0]), self._ints(node.input[1])
+            if inner is None or indices is None or attr_value(node, "axis", 0) != 0:
+                return None
+            try:
+                return [inner[i] for i in indices]
+            except IndexError:
+                return None
+        return None
+
+
+def _constant_target(g: LoweredGraph, shapes: _ShapeValues, node: onnx.NodeProto) -> bool:
+    if g.const(node.input[1]) is not None or attr_value(node, "allowzero", 0):
+        return False
+    target = shapes.value(node.input[1])
+    if target is None:
+        return False
+    out = []
+    for position, dim in enumerate(target):
+        if isinstance(dim, int):
+            out.append(dim)
+        elif dim == (node.input[0], position):
+            out.append(0)
+        else:
+            return False
+    node.input[1] = g.add_initializer(np.array(out, np.int64), f"{node.output[0]}/shape")
+    return True
+
+
+def _unit_dim_transpose(target: List[int], perm: List[int]) -> Optional[List[int]]:
+    """The Reshape target equal to Transpose `perm` of a tensor reshaped to `target`,
+    when the Transpose only moves size-1 dims; else None."""
+    if len(perm) != len(target) or any(d < 0 for d in target):
+        return None
+    moved = [target[p] for p in perm]
+    order = [p for p in perm if target[p] != 1]
+    if order != sorted(order) or any(d == 0 and perm[i] != i for i, d in enumerate(moved)):
+        return None
+    return moved
+
+
+def simplify_reshapes(g: LoweredGraph) -> int:
+    """Constant Reshape targets and Reshape+Transpose merges; return how many rewrites."""
+    if not any(node.op_type == "Reshape" for node in g.nodes):
+        return 0
+    shapes = _ShapeValues(g)
+    users = g.consumers()
+    count, dead = 0, []
+    for node in g.nodes:
+        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        if _constant_target(g, shapes, node):
+            count += 1
+        target = g.const(node.input[1])
+        y = node.output[0]
+        after = users.get(y, [])
+        if target is None or y in g.pinned or len(after) != 1 or after[0].op_type != "Transpose":
+            continue
+        transpose = after[0]
+        perm = attr_value(transpose, "perm")
+        moved = _unit_dim_transpose([int(d) for d in target], list(perm or []))
+        if moved is None:
+            continue
+        node.input[1] = g.add_initializer(np.array(moved, np.int64), f"{y}/shape")
+        node.output[0] = transpose.output[0]
+        dead.append(id(transpose))
+        count += 1
+    g.keep_only(dead)
+    return count

@@ -1,0 +1,137 @@
+"""Helpers for the ONNX pass tests (small hand-built graphs run in onnxruntime before and
+after a pass), and the tests of the pass pipeline: switches, order, a whole small CNN."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.passes.lowered import LoweredGraph
+from tf2ir.ir.passes.pipeline import PASS_NAMES, enabled_passes, ordered_passes
+
+Spec = Tuple[np.dtype, Sequence[Optional[int]]]
+SAMPLE_CNN = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+
+
+def node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs) -> onnx.NodeProto:
+    return helper.make_node(op_type, list(inputs), list(outputs), name=f"{op_type}:{outputs[0]}", **attrs)
+
+
+def _info(name: str, spec: Spec) -> onnx.ValueInfoProto:
+    dtype, shape = spec
+    dims = None if shape is None else [d if d is not None else f"{name}_d{i}"
+                                       for i, d in enumerate(shape)]
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), dims)
+
+
+def make_model(g: LoweredGraph, inputs: Dict[str, Spec], outputs: Dict[str, Spec]) -> onnx.ModelProto:
+    used = {n for nd in g.nodes for n in nd.input} | set(outputs)
+    inits = [onnx.numpy_helper.from_array(a, n) for n, a in g.initializers.items() if n in used]
+    graph = helper.make_graph(list(g.nodes), "t", [_info(n, s) for n, s in inputs.items()],
+                              [_info(n, s) for n, s in outputs.items()], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: Dict[str, Spec],
+            outputs: Dict[str, Spec], ranks: Optional[Dict[str, int]] = None) -> LoweredGraph:
+    taken = {o for n in nodes for o in n.output} | set(inits) | set(inputs)
+
+    def fresh(hint):
+        name, i = hint, 0
+        while name in taken:
+            i += 1
+            name = f"{hint}_{i}"
+        taken.add(name)
+        return name
+    known = {n: len(s[1]) for n, s in list(inputs.items()) + list(outputs.items())
+             if s[1] is not None}
+    known.update(ranks or {})
+    return LoweredGraph([_copy(n) for n in nodes], dict(inits), list(inputs), list(outputs),
+                        fresh, known)
+
+
+def _copy(n: onnx.NodeProto) -> onnx.NodeProto:
+    out = onnx.NodeProto()
+    out.CopyFrom(n)
+    return out
+
+
+def run(model: onnx.ModelProto, feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def check_pass(run_pass: Callable[[LoweredGraph], int], nodes, inits, inputs: Dict[str, Spec],
+               outputs: Dict[str, Spec], feeds: Dict[str, np.ndarray], ranks=None,
+               rtol: float = 1e-5) -> Tuple[LoweredGraph, int]:
+    """Run `run_pass` on a copy of the graph; assert the model stays valid and onnxruntime
+    gives the same outputs as before. Returns the rewritten graph and the pass's count."""
+    before = lowered(nodes, inits, inputs, outputs, ranks)
+    expected = run(make_model(before, inputs, outputs), feeds)
+    g = lowered(nodes, inits, inputs, outputs, ranks)
+    count = run_pass(g)
+    model = make_model(g, inputs, outputs)
+    onnx.checker.check_model(model, full_check=True)
+    got = run(model, feeds)
+    for e, a in zip(expected, got):
+        assert e.shape == a.shape and e.dtype == a.dtype
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=1e-6)
+    return g, count
+
+
+def op_types(g: LoweredGraph) -> List[str]:
+    return [n.op_type for n in g.nodes]
+
+
+# -- the pipeline -----------------------------------------------------------------------------
+def test_switches_change_the_defaults():
+    defaults = enabled_passes()
+    assert enabled_passes("off:all") == set()
+    assert enabled_passes(["off:all", "on:layout,on:fold"]) == {"layout", "fold"}
+    assert enabled_passes("on:all,off:cse") == set(PASS_NAMES) - {"cse"}
+    assert enabled_passes({"dce": False}) == defaults - {"dce"}
+    with pytest.raises(ConversionError, match="unknown pass 'nope'"):
+        enabled_passes("off:nope")
+    with pytest.raises(ConversionError, match="on:NAME or off:NAME"):
+        enabled_passes("layout")
+
+
+def test_order_honours_after():
+    order = [p.name for p in ordered_passes()]
+    for p in ordered_passes():
+        for before in p.after:
+            assert order.index(before) < order.index(p.name)
+    assert order[-1] == "dce"
+
+
+def test_small_cnn_keeps_only_edge_transposes_and_matches_tensorflow():
+    from tf2ir.ir.compile import compile_to_model
+    from tf2ir.parser.convert import convert_file
+    from tf2ir.tools.models import run_frozen_graph
+
+    models = {}
+    for switches in ("off:all", "on:all"):
+        graph, _ = convert_file(SAMPLE_CNN)
+        models[switches] = compile_to_model(graph, passes=switches)
+    plain, optimized = models["off:all"], models["on:all"]
+    onnx.checker.check_model(optimized, full_check=True)
+    count = sum(n.op_type == "Transpose" for n in optimized.graph.node)
+    assert count <= 2 < sum(n.op_type == "Transpose" for n in plain.graph.node)
+    assert len(optimized.graph.node) < len(plain.graph.node)
+    name = optimized.graph.input[0].name
+    dims = [d.dim_value or None for d in optimized.graph.input[0].type.tensor_type.shape.dim]
+    assert dims[0] is None                        # the batch dim stays symbolic
+    for batch in (1, 3):
+        x = np.random.RandomState(batch).uniform(-1, 1, [batch] + dims[1:]).astype(np.float32)
+        expected = run_frozen_graph(SAMPLE_CNN, {name: x}, ["Identity:0"])[0]
+        np.testing.assert_allclose(run(optimized, {name: x})[0], expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(run(plain, {name: x})[0], expected, rtol=1e-4, atol=1e-5)
