@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -38,6 +38,7 @@ class LowerContext:
         self._taken = {v.name for v in graph.values()}
         self._const_cache: Dict[tuple, str] = {}
         self.node: Optional[Node] = None
+        self.model: Optional[str] = None
 
     # -- names -----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -101,32 +102,110 @@ class LowerContext:
         self.initializers[name] = array
         return name
 
-
-def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
-    ctx = LowerContext(graph)
-    for node in graph.nodes:
-        ctx.node = node
+    # -- lowering ------------------------------------------------------------------
+    def lower_node(self, node: Node) -> None:
+        """Run `node`'s prototype lowering in this context."""
+        self.node = node
+        model = self.model
         if not has_prototype(node.op_type) or get_prototype(node.op_type).lower_fn is None:
             raise ConversionError("IR op has no ONNX lowering", model=model, node=node.name,
                                   op_type=node.op_type)
         try:
-            get_prototype(node.op_type).lower_fn(ctx, node)
+            get_prototype(node.op_type).lower_fn(self, node)
         except ConversionError as exc:
             raise exc.located(model=model, node=node.name, op_type=node.op_type)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise ConversionError(f"lowering to ONNX failed: {exc}", model=model,
                                   node=node.name, op_type=node.op_type) from exc
+
+    # -- subgraphs (If branches, Loop bodies) ------------------------------------------
+    def subcontext(self) -> "LowerContext":
+        """A context for an ONNX subgraph: its own node list; value names, initializers and
+        shared constants are the model's (ONNX subgraphs read outer-scope names)."""
+        child = LowerContext.__new__(LowerContext)
+        child.graph, child.nodes, child.node, child.model = self.graph, [], None, self.model
+        child.initializers, child._taken = self.initializers, self._taken
+        child._const_cache = self._const_cache
+        return child
+
+    def lower_subgraph(self, graph: Graph, inputs: Optional[Sequence[str]] = None) -> List[str]:
+        """Lower the nodes of IR subgraph `graph` into this context and return the ONNX names
+        of its outputs. Its inputs read `inputs` (ONNX names, through Identity nodes); with
+        None they stay free names the caller declares (a Loop body's inputs). Names of
+        `graph` that the model uses already are renamed (ONNX names are model-wide)."""
+        for value in list(graph.values()):
+            if value.name in self._taken:
+                name, i = value.name, 0
+                while name in self._taken or graph.has_value(name):
+                    i += 1
+                    name = f"{value.name}_{i}"
+                graph.rename_value(value, name)
+            self._taken.add(value.name)
+        saved = self.node
+        self.node = None
+        if inputs is not None:
+            if len(inputs) != len(graph.inputs):
+                raise ConversionError(f"subgraph {graph.name!r} has {len(graph.inputs)} inputs, "
+                                      f"given {len(inputs)}")
+            for value, name in zip(graph.inputs, inputs):
+                self.emit("Identity", [name], [value.name])
+        for node in graph.nodes:
+            self.lower_node(node)
+        self.node = saved
+        return [v.name for v in graph.outputs]
+
+    def make_subgraph(self, name: str, inputs: Sequence[onnx.ValueInfoProto],
+                      outputs: Sequence[Tuple[str, TensorDesc]]) -> onnx.GraphProto:
+        """A GraphProto of this context's nodes. An output no node here produces (a
+        subgraph input, an outer value, an initializer, a repeat) is copied by an Identity."""
+        produced = {o for n in self.nodes for o in n.output}
+        names, infos = [], []
+        for out, desc in outputs:
+            if out not in produced or out in names:
+                out = self.emit("Identity", [out], [self.fresh(f"{name}/{out}")])[0]
+            names.append(out)
+            infos.append(subgraph_value_info(out, desc))
+        return helper.make_graph(self.nodes, name, list(inputs), infos)
+
+
+def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
+    ctx = LowerContext(graph)
+    ctx.model = model
+    for node in graph.nodes:
+        ctx.lower_node(node)
     ctx.node = None
     return ctx
 
 
-def build_model(graph: Graph, model_name: Optional[str] = None):
+def subgraph_value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
+    """A subgraph input/output type: unknown dims stay unnamed (they may change per run of
+    the subgraph), unknown rank gives no shape."""
+    if desc.dtype not in ONNX_DTYPES:
+        raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
+    return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype],
+                                         None if desc.shape is None else list(desc.shape))
+
+
+def _input_names(nodes: Sequence[onnx.NodeProto]) -> set:
+    """The names `nodes` read, those of nodes inside their graph attributes included."""
+    names = set()
+    for node in nodes:
+        names.update(node.input)
+        for attr in node.attribute:
+            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                names.update(_input_names(sub.node))
+    return names
+
+
+def build_model(graph: Graph, model_name: Optional[str] = None, passes=None):
     """Return (ModelProto without initializers, list of used initializers). Subgraphs of
     PartitionedCall nodes are inlined into `graph` first and constants folded (in place)."""
     inline_subgraphs(graph)
     fold_constants(graph)
     ctx = lower_graph(graph, model=model_name)
-    used = {name for n in ctx.nodes for name in n.input}
+    from tf2ir.ir.passes.pipeline import optimize_lowered   # ONNX passes; `passes`: switches
+    optimize_lowered(ctx, graph, passes)
+    used = _input_names(ctx.nodes)
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
     inputs = {v.name for v in graph.inputs}
@@ -150,14 +229,15 @@ def build_model(graph: Graph, model_name: Optional[str] = None):
     return model, initializers
 
 
-def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None) -> onnx.ModelProto:
-    model, initializers = build_model(graph, model_name)
+def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
+                    passes=None) -> onnx.ModelProto:
+    model, initializers = build_model(graph, model_name, passes)
     write_model(model, initializers, path)
     return model
 
 
-def compile_to_model(graph: Graph, model_name: Optional[str] = None) -> onnx.ModelProto:
+def compile_to_model(graph: Graph, model_name: Optional[str] = None, passes=None) -> onnx.ModelProto:
     """The whole model in memory (initializers copied in): for tests and small graphs."""
-    model, initializers = build_model(graph, model_name)
+    model, initializers = build_model(graph, model_name, passes)
     model.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)
     return model

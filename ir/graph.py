@@ -100,6 +100,10 @@ class Graph:
         node = Node(self, name, op_type)
         self._node_names.add(name)
         node.attrs = dict(attrs or {})
+        # A plugin hands subgraphs over as Graph-valued attributes (IrOp.set_attr): the node
+        # owns them as subgraphs, under the attribute's name.
+        for key in [k for k, v in node.attrs.items() if isinstance(v, Graph)]:
+            node.subgraphs[key] = node.attrs.pop(key)
         for value in inputs:
             self._append_input(node, value)
         if output_descs is not None:
@@ -178,7 +182,8 @@ class Graph:
         dag.add_nodes_from(range(len(self.nodes)))
         for i, node in enumerate(self.nodes):
             for value in node.inputs:
-                if value is not None and value.producer is not None:
+                # A subgraph may read values of an enclosing graph: no edge within this one.
+                if value is not None and id(value.producer) in order:
                     dag.add_edge(order[id(value.producer)], i)
         try:
             ranks = list(nx.lexicographical_topological_sort(dag))
@@ -190,7 +195,8 @@ class Graph:
         seen = set()
         for node in self.nodes:
             for value in node.inputs:
-                if value is not None and value.producer is not None and id(value.producer) not in seen:
+                if value is not None and value.producer is not None \
+                        and value.producer.graph is self and id(value.producer) not in seen:
                     return False
             seen.add(id(node))
         return True
@@ -198,3 +204,27 @@ class Graph:
     def __str__(self) -> str:
         from tf2ir.ir.text import graph_to_text
         return graph_to_text(self)
+
+
+def clone_graph(graph: Graph, mapped: Optional[Dict[int, Value]] = None) -> Graph:
+    """A deep copy of `graph` (nested subgraphs too) with the same names and descs; values
+    of enclosing graphs that it reads stay shared. Attribute values are shared (read-only)."""
+    mapped = {} if mapped is None else mapped
+    copy = Graph(graph.name)
+
+    def desc(value: Value) -> TensorDesc:
+        d = value.desc
+        return TensorDesc(d.dtype, d.shape, d.format, d.origin_format)
+
+    for value in graph.inputs:
+        mapped[id(value)] = copy.add_input(value.name, desc(value))
+    for node in graph.nodes:
+        inputs = [None if v is None else mapped.get(id(v), v) for v in node.inputs]
+        new = copy.add_node(node.op_type, inputs, dict(node.attrs), node.name,
+                            output_names=[v.name for v in node.outputs],
+                            output_descs=[desc(v) for v in node.outputs])
+        for old, value in zip(node.outputs, new.outputs):
+            mapped[id(old)] = value
+        new.subgraphs = {key: clone_graph(sub, mapped) for key, sub in node.subgraphs.items()}
+    copy.outputs = [mapped.get(id(v), v) for v in graph.outputs]
+    return copy

@@ -234,7 +234,7 @@ def load(path: str) -> Graph:
         weights = np.memmap(wpath, dtype=np.uint8, mode="r")
     stack: List[Tuple[Graph, Optional[Node], Optional[str]]] = []
     root: Optional[Graph] = None
-    last_node: Optional[Node] = None
+    last_node: Dict[int, Node] = {}   # graph id → its last node (a subgraph's owner)
     for number, line in enumerate(lines[1:], start=2):
         cur = _Cursor(line, f"{path}, line {number}")
         if cur.at_end():
@@ -251,10 +251,11 @@ def load(path: str) -> Graph:
             graph = Graph(cur.json())
             cur.expect("{")
             if key is not None:
-                if last_node is None:
+                owner = last_node.get(id(stack[-1][0])) if stack else None
+                if owner is None:
                     raise cur.error("subgraph without a node")
-                last_node.subgraphs[key] = graph
-                stack.append((graph, last_node, key))
+                owner.subgraphs[key] = graph
+                stack.append((graph, owner, key))
             else:
                 root = graph
                 stack.append((graph, None, None))
@@ -272,7 +273,7 @@ def load(path: str) -> Graph:
             cur.expect("%")
             graph.outputs.append(_lookup(graph, stack, cur.name(), cur))
         elif keyword == "node":
-            last_node = _parse_node(cur, graph, stack, weights)
+            last_node[id(graph)] = _parse_node(cur, graph, stack, weights)
         else:
             raise cur.error(f"unknown statement {keyword!r}")
     if root is None or stack:

@@ -165,9 +165,14 @@ def _infer_pad(node):
 @pad.lower
 def _lower_pad(ctx, node):
     mode = node.attrs["mode"].upper()
-    if mode == "SYMMETRIC":
-        raise ConversionError("MirrorPad SYMMETRIC has no ONNX equivalent")
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise ConversionError(f"pad mode {mode} is not CONSTANT, REFLECT or SYMMETRIC")
     pads = ctx.const_input(1)
+    if mode == "SYMMETRIC":
+        if pads is None:
+            raise ConversionError("MirrorPad SYMMETRIC needs constant paddings")
+        _lower_symmetric_pad(ctx, np.asarray(pads, np.int64).reshape(-1, 2))
+        return
     if pads is not None:
         pads_name = ctx.constant(np.asarray(pads, np.int64).T.reshape(-1), "pads")
     else:
@@ -176,6 +181,32 @@ def _lower_pad(ctx, node):
         pads_name = ctx.emit("Reshape", [flipped, ctx.constant(np.array([-1], np.int64))])[0]
     inputs = [ctx.input(0), pads_name] + ([ctx.input(2)] if ctx.input(2) else [])
     ctx.emit("Pad", inputs, [ctx.output(0)], mode={"CONSTANT": "constant", "REFLECT": "reflect"}[mode])
+
+
+def _lower_symmetric_pad(ctx, pads):
+    """SYMMETRIC mirrors the edge values too (ONNX Pad's reflect does not): per padded axis,
+    concatenate the reversed leading slice, x and the reversed trailing slice."""
+    current = ctx.input(0)
+    padded = [axis for axis, (before, after) in enumerate(pads) if before or after]
+
+    def reversed_slice(source, axis, start, stop):
+        return ctx.emit("Slice", [source, ctx.constant(np.array([start], np.int64)),
+                                  ctx.constant(np.array([stop], np.int64)),
+                                  ctx.constant(np.array([axis], np.int64)),
+                                  ctx.constant(np.array([-1], np.int64))])[0]
+
+    for axis in padded:
+        before, after = (int(p) for p in pads[axis])
+        parts = []
+        if before:
+            parts.append(reversed_slice(current, axis, before - 1, INT64_MIN))
+        parts.append(current)
+        if after:
+            parts.append(reversed_slice(current, axis, -1, -after - 1))
+        final = axis == padded[-1]
+        current = ctx.emit("Concat", parts, [ctx.output(0)] if final else 1, axis=axis)[0]
+    if not padded:
+        ctx.emit("Identity", [current], [ctx.output(0)])
 
 
 # -- packing --------------------------------------------------------------------------------
@@ -455,20 +486,48 @@ def _lower_strided_slice(ctx, node):
         ctx.emit("Identity", [current], [ctx.output(0)])
 
 
+@strided_slice.fold
+def _fold_strided_slice(node, values):
+    x = values[0]
+    begin, end, strides = ([int(v) for v in np.asarray(a).reshape(-1)] for a in values[1:4])
+    index = []
+    for entry in dense_slice_spec(x.ndim, begin, end, strides, node.attrs):
+        if entry[0] == "new":
+            index.append(np.newaxis)
+        else:
+            _, _, start, stop, step, shrink = entry
+            index.append(start if shrink else slice(start, stop, step))
+    return [np.asarray(x[tuple(index)])]
+
+
+shape_op.fold(lambda node, values: [np.array(values[0].shape, DTYPES[node.attrs["dtype"]])])
+
+
 # -- gather ---------------------------------------------------------------------------------
 gather_v2 = op_prototype("GatherV2", "Slices of x at `indices` along the dim given by input `axis`.") \
     .input("x").input("indices", INDEX_TYPES).input("axis", INDEX_TYPES).output("y") \
     .attr("batch_dims", "int", 0)
 
 
+def _batch_dims(node, indices_rank):
+    batch = node.attrs["batch_dims"]
+    if batch < 0:
+        if indices_rank is None:
+            raise ConversionError("a negative batch_dims needs the indices rank")
+        batch += indices_rank
+    return batch
+
+
 @gather_v2.infer
 def _infer_gather_v2(node):
     x, indices, axis = node.inputs[0].desc, node.inputs[1].desc, const_ints(node, 2)
-    batch = node.attrs["batch_dims"]
+    batch = _batch_dims(node, indices.rank)
     if x.shape is None or indices.shape is None or axis is None:
         rank = None if x.rank is None or indices.rank is None else x.rank + indices.rank - 1 - batch
         return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
     a = normalize_axis(axis[0], len(x.shape))
+    if batch and not batch <= a:
+        raise ConversionError(f"batch_dims {batch} must not exceed the axis {a}")
     return [TensorDesc(x.dtype, x.shape[:a] + indices.shape[batch:] + x.shape[a + 1:])]
 
 
@@ -477,7 +536,32 @@ def _lower_gather_v2(ctx, node):
     axis = const_ints(node, 2)
     if axis is None:
         raise ConversionError("the gather axis must be constant")
-    if node.attrs["batch_dims"] != 0:
-        raise ConversionError("batch_dims other than 0 is not supported")
     a = normalize_axis(axis[0], node.inputs[0].desc.rank)
-    ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
+    batch = _batch_dims(node, node.inputs[1].desc.rank)
+    if batch == 0:
+        ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
+        return
+    _lower_batched_gather(ctx, node, a, batch)
+
+
+def _lower_batched_gather(ctx, node, axis, batch):
+    """batch_dims > 0: GatherND with batch_dims over indices[..., None], after moving the
+    gathered axis right behind the batch dims (and the gathered dims back after)."""
+    rank, index_rank = node.inputs[0].desc.rank, node.inputs[1].desc.rank
+    if index_rank is None:
+        raise ConversionError("batch_dims needs the indices rank")
+    x = ctx.input(0)
+    middle = axis - batch                      # x dims between the batch dims and the axis
+    if middle:
+        perm = list(range(batch)) + [axis] + list(range(batch, axis)) + list(range(axis + 1, rank))
+        x = ctx.emit("Transpose", [x], perm=perm)[0]
+    indices = ctx.emit("Unsqueeze", [int64_input(ctx, 1), ctx.constant(np.array([-1], np.int64))])[0]
+    if not middle:
+        ctx.emit("GatherND", [x, indices], [ctx.output(0)], batch_dims=batch)
+        return
+    gathered = ctx.emit("GatherND", [x, indices], batch_dims=batch)[0]
+    k = index_rank - batch                     # the gathered dims, now right after the batch
+    out_rank = rank - 1 + k
+    perm = (list(range(batch)) + list(range(batch + k, batch + k + middle))
+            + list(range(batch, batch + k)) + list(range(batch + k + middle, out_rank)))
+    ctx.emit("Transpose", [gathered], [ctx.output(0)], perm=perm)

@@ -5,8 +5,42 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES
+from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import broadcast_shapes, const_ints, int64_input, normalize_axis, same_as_input
+
+# onnxruntime's CPU kernels lack some dtypes; an op that meets one computes in a wider dtype
+# (exact for integers: results wrap the same way after the cast back) and casts back.
+SMALL_INTS_VIA_INT32 = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32"}
+ARITHMETIC_VIA = {**SMALL_INTS_VIA_INT32, "uint32": "int64"}
+MINMAX_VIA = {"int16": "int32", "uint16": "int32"}
+# no float64 Erf kernel: float32 is the nearest there is (about 1e-7 absolute error)
+ERF_VIA = {"float64": "float32"}
+
+
+def emit_via(ctx, onnx_op, inputs, output, dtype, via, cast_count=None, **attrs):
+    """Emit `onnx_op` writing `output`; when `dtype` is a key of `via`, the inputs (the first
+    `cast_count` of them, when given) are cast to via[dtype] first and the result cast back."""
+    from tf2ir.ir.onnx_writer import ONNX_DTYPES
+    wide = via.get(dtype)
+    if wide is None:
+        return ctx.emit(onnx_op, inputs, [output], **attrs)[0]
+    count = len(inputs) if cast_count is None else cast_count
+    cast_inputs = [ctx.emit("Cast", [name], to=ONNX_DTYPES[wide])[0] if name and i < count else name
+                   for i, name in enumerate(inputs)]
+    result = ctx.emit(onnx_op, cast_inputs, **attrs)[0]
+    return ctx.emit("Cast", [result], [output], to=ONNX_DTYPES[dtype])[0]
+
+
+def axes_input(ctx, index):
+    """The node's input `index` (TF reduction axes: a scalar or a vector) as the 1-D int64
+    tensor ONNX reductions require."""
+    value = ctx.const_input(index)
+    if value is not None:
+        return ctx.constant(np.asarray(value, dtype=np.int64).reshape(-1), "axes")
+    axes = int64_input(ctx, index)
+    if ctx.input_desc(index).rank == 1:
+        return axes
+    return ctx.emit("Reshape", [axes, ctx.constant(np.array([-1], np.int64))])[0]
 
 
 def _infer_binary(node):
@@ -21,20 +55,23 @@ def broadcast_rank(a, b):
     return None if a.rank is None or b.rank is None else max(a.rank, b.rank)
 
 
-def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES):
+def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None, numpy_fn=None):
     proto = op_prototype(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
     proto.infer(_infer_binary)
-    proto.lower(lambda ctx, node: ctx.emit(onnx_op, [ctx.input(0), ctx.input(1)], [ctx.output(0)]))
+    if numpy_fn is not None:   # shape arithmetic (dims times dims, ...) folds to constants
+        proto.fold(lambda node, values: [np.asarray(numpy_fn(values[0], values[1]), values[0].dtype)])
+    proto.lower(lambda ctx, node: emit_via(ctx, onnx_op, [ctx.input(0), ctx.input(1)], ctx.output(0),
+                                           node.inputs[0].desc.dtype, via or {}))
     return proto
 
 
-_binary("Add", "Add", "x1 + x2 (numpy broadcasting)")
-_binary("Sub", "Sub", "x1 - x2")
-_binary("Mul", "Mul", "x1 * x2")
+_binary("Add", "Add", "x1 + x2 (numpy broadcasting)", numpy_fn=np.add)
+_binary("Sub", "Sub", "x1 - x2", numpy_fn=np.subtract)
+_binary("Mul", "Mul", "x1 * x2", numpy_fn=np.multiply)
 _binary("RealDiv", "Div", "x1 / x2 for floating point", FLOAT_TYPES)
-_binary("Maximum", "Max", "elementwise maximum")
-_binary("Minimum", "Min", "elementwise minimum")
-_binary("Pow", "Pow", "x1 ** x2")
+_binary("Maximum", "Max", "elementwise maximum", via=MINMAX_VIA, numpy_fn=np.maximum)
+_binary("Minimum", "Min", "elementwise minimum", via=MINMAX_VIA, numpy_fn=np.minimum)
+_binary("Pow", "Pow", "x1 ** x2", via=ARITHMETIC_VIA)
 
 squared_difference = _binary("SquaredDifference", "Sub", "(x1 - x2) ** 2")
 
@@ -66,12 +103,20 @@ _unary("Sqrt", "square root", _direct("Sqrt"))
 _unary("Exp", "e ** x", _direct("Exp"))
 _unary("Log", "natural logarithm", _direct("Log"))
 _unary("Reciprocal", "1 / x", _direct("Reciprocal"))
-_unary("Erf", "error function", _direct("Erf"))
+
+
+def _lower_erf(ctx, node):
+    emit_via(ctx, "Erf", [ctx.input(0)], ctx.output(0), node.inputs[0].desc.dtype, ERF_VIA)
+
+
+_unary("Erf", "error function", _lower_erf)
 
 
 def _lower_erfc(ctx, node):
-    one = ctx.constant(np.array(1, node.inputs[0].desc.dtype))
-    ctx.emit("Sub", [one, ctx.emit("Erf", [ctx.input(0)])[0]], [ctx.output(0)])
+    dtype = node.inputs[0].desc.dtype
+    one = ctx.constant(np.array(1, numpy_dtype(dtype)))
+    erf = emit_via(ctx, "Erf", [ctx.input(0)], ctx.fresh("erf"), dtype, ERF_VIA)
+    ctx.emit("Sub", [one, erf], [ctx.output(0)])
 
 
 _unary("Erfc", "1 - erf(x) (complementary error function)", _lower_erfc)
@@ -79,7 +124,7 @@ _unary("Floor", "round down", _direct("Floor"))
 _unary("Ceil", "round up", _direct("Ceil"))
 _unary("Sin", "sine", _direct("Sin"))
 _unary("Cos", "cosine", _direct("Cos"))
-_unary("Neg", "-x", _direct("Neg"), NUMBER_TYPES)
+_unary("Neg", "-x", _direct("Neg"), NUMBER_TYPES).fold(lambda node, values: [np.negative(values[0])])
 _unary("Abs", "|x|", _direct("Abs"), NUMBER_TYPES)
 _unary("Square", "x * x", lambda ctx, node: ctx.emit("Mul", [ctx.input(0), ctx.input(0)],
                                                      [ctx.output(0)]), NUMBER_TYPES)
@@ -111,14 +156,15 @@ def _lower_matmul(ctx, node):
         a = ctx.emit("Transpose", [a], perm=[1, 0])[0]
     if node.attrs["transpose_x2"]:
         b = ctx.emit("Transpose", [b], perm=[1, 0])[0]
+    dtype = node.inputs[0].desc.dtype
     if len(inputs) == 3:
-        product = ctx.emit("MatMul", [a, b])[0]
+        product = emit_via(ctx, "MatMul", [a, b], ctx.fresh("product"), dtype, ARITHMETIC_VIA)
         ctx.emit("Add", [product, inputs[2]], [ctx.output(0)])
     else:
-        ctx.emit("MatMul", [a, b], [ctx.output(0)])
+        emit_via(ctx, "MatMul", [a, b], ctx.output(0), dtype, ARITHMETIC_VIA)
 
 
-def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES):
+def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None):
     proto = (op_prototype(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
              .attr("keep_dims", "bool", False))
 
@@ -138,16 +184,17 @@ def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES):
 
     @proto.lower
     def lower(ctx, node):
-        ctx.emit(onnx_op, [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)],
+        emit_via(ctx, onnx_op, [ctx.input(0), axes_input(ctx, 1)], ctx.output(0),
+                 node.inputs[0].desc.dtype, via or {}, cast_count=1,
                  keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
     return proto
 
 
-_reduction("ReduceMean", "ReduceMean", "mean over `axes`")
-_reduction("ReduceSum", "ReduceSum", "sum over `axes`")
-_reduction("ReduceMax", "ReduceMax", "maximum over `axes`")
-_reduction("ReduceMin", "ReduceMin", "minimum over `axes`")
-_reduction("ReduceProd", "ReduceProd", "product over `axes`")
+_reduction("ReduceMean", "ReduceMean", "mean over `axes`", via=ARITHMETIC_VIA)
+_reduction("ReduceSum", "ReduceSum", "sum over `axes`", via=ARITHMETIC_VIA)
+_reduction("ReduceMax", "ReduceMax", "maximum over `axes`", via=MINMAX_VIA)
+_reduction("ReduceMin", "ReduceMin", "minimum over `axes`", via=MINMAX_VIA)
+_reduction("ReduceProd", "ReduceProd", "product over `axes`", via=ARITHMETIC_VIA)
 
 bucketize = (op_prototype("BoostedTreesBucketize",
                           "Per feature i: y_i = how many of bucket_boundaries_i are <= float_values_i.")

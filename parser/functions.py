@@ -6,17 +6,31 @@ function arguments read the call's inputs, and the call's name stays on an Ident
 (IdentityN for several outputs) of the returned tensors, so consumers, requested outputs
 and control edges keep working. Calls inside bodies are inlined the same way; body nodes
 that no returned tensor needs (side effects such as control outputs) are dropped.
+
+Functional control flow (If/StatelessIf, While/StatelessWhile) names its branches, cond and
+body by function attributes: those nodes become `FunctionalNode`s whose
+`convert_function(attr, input_descs)` converts the named function, through the same
+plugins, into an IR graph that the plugin makes the IR op's subgraph. TF1 control-flow
+loops (Enter/Exit/NextIteration/LoopCond with Switch/Merge) are refused up front, with one
+report of their op types.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Set, Tuple
+from types import SimpleNamespace
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir import ConversionError, Graph, TensorDesc
 from tf2ir.parser.attrs import TF_DTYPES
 from tf2ir.parser.graph_view import TfGraph, TfNode
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
+FUNCTIONAL_OPS = ("If", "StatelessIf", "While", "StatelessWhile")
+# TF1 control flow: the loop ops make cycles, which the graph walk cannot order.
+TF1_LOOP_OPS = ("Enter", "Exit", "NextIteration", "LoopCond",
+                "RefEnter", "RefExit", "RefNextIteration")
+TF1_CONTROL_FLOW_OPS = TF1_LOOP_OPS + ("Switch", "Merge", "RefSwitch", "RefMerge")
+UNSUPPORTED_EXIT = 3
 MAX_DEPTH = 32
 Tensor = Tuple[str, int]
 
@@ -46,11 +60,45 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 
 
-def inline_functions(tf_graph: TfGraph) -> int:
+def inline_functions(tf_graph: TfGraph, manager=None, refuse_tf1_loops: bool = True) -> int:
     """Replace every call of a library function in `tf_graph` by the function's body, in
-    place; return how many calls were inlined (nested ones included)."""
+    place; return how many calls were inlined (nested ones included). If/While nodes become
+    `FunctionalNode`s that convert their functions with `manager`'s plugins (a default
+    PluginManager when None). TF1 control-flow loops raise one ConversionError unless
+    `refuse_tf1_loops` is False (a support report that lists op types without converting)."""
+    if refuse_tf1_loops:
+        check_tf1_control_flow(tf_graph)
     library = {f.signature.name: f for f in tf_graph.library.function}
-    if not library or not any(_callee(n, library) for n in tf_graph.nodes.values()):
+    count = _inline_calls(tf_graph, library) if library else 0
+    if library:
+        functions = FunctionLibrary(tf_graph, library, manager)
+        for name, node in list(tf_graph.nodes.items()):
+            if node.op_type in FUNCTIONAL_OPS:
+                tf_graph.nodes[name] = FunctionalNode.of(node, functions)
+    return count
+
+
+def check_tf1_control_flow(tf_graph: TfGraph) -> None:
+    """Refuse a graph with TF1 control-flow loops: one report of every TF1 control-flow op
+    type (count, an example node), as the converter reports unsupported op types."""
+    if not any(node.op_type in TF1_LOOP_OPS for node in tf_graph.nodes.values()):
+        return
+    found: Dict[str, List[str]] = {}
+    for node in tf_graph.nodes.values():
+        if node.op_type in TF1_CONTROL_FLOW_OPS:
+            found.setdefault(node.op_type, []).append(node.name)
+    parts = [f"{op} ({len(names)} node{'s' if len(names) > 1 else ''}, e.g. '{names[0]}')"
+             for op, names in sorted(found.items())]
+    raise ConversionError(
+        f"{len(found)} unsupported op types: {', '.join(parts)}: TF1 control flow (a "
+        "tf.compat.v1 while_loop or cond in graph mode, or a graph frozen with its control "
+        "flow lowered) is not supported; export the model with control flow v2 "
+        "(tf.function, freezing with lower_control_flow=False) to get If/While ops",
+        model=tf_graph.model, exit_code=UNSUPPORTED_EXIT)
+
+
+def _inline_calls(tf_graph: TfGraph, library) -> int:
+    if not any(_callee(n, library) for n in tf_graph.nodes.values()):
         return 0
     inliner = _Inliner(tf_graph, library)
     for node in list(tf_graph.nodes.values()):
@@ -109,15 +157,7 @@ class _Inliner:
         names = {name: self._unique(f"{call.name}/{name}") for name in defs if name in needed}
 
         def tensor(ref: str) -> Tensor:
-            parts = ref.split(":")
-            if parts[0] in defs and len(parts) == 3 and parts[2].isdigit():
-                index = self._output_index(defs[parts[0]].op, parts[1], int(parts[2]), fail)
-                return names[parts[0]], index
-            if parts[0] in args and (len(parts) == 1 or parts[1:] == ["0"]):
-                return args[parts[0]]
-            if parts[0] in defs and len(parts) <= 2:   # a plain "node:i" (not TF's own form)
-                return names[parts[0]], int(parts[1]) if len(parts) == 2 else 0
-            raise fail(f"cannot resolve tensor '{ref}'")
+            return _resolve(ref, defs, names, args, self.library, fail)
 
         body = []
         for name, nd in defs.items():
@@ -133,17 +173,6 @@ class _Inliner:
         body.append(_forwarding_node(call, outputs, [a.type for a in sig.output_arg]))
         return body
 
-    def _output_index(self, op_type: str, arg: str, index: int, fail) -> int:
-        if op_type in self.library:
-            arg_names = tuple(a.name for a in self.library[op_type].signature.output_arg)
-        else:
-            arg_names = OUTPUT_ARGS.get(op_type)
-        if arg_names is None:
-            return index
-        if arg not in arg_names:
-            raise fail(f"op {op_type} has no output arg '{arg}'")
-        return arg_names.index(arg) + index
-
     def _unique(self, base: str) -> str:
         name, i = base, 0
         while name in self.taken:
@@ -151,6 +180,32 @@ class _Inliner:
             name = f"{base}_{i}"
         self.taken.add(name)
         return name
+
+
+def _resolve(ref: str, defs, names: Dict[str, str], args: Dict[str, Tensor], library,
+             fail) -> Tensor:
+    """The graph tensor a FunctionDef tensor reference ("node:out_arg:i", "arg") stands for."""
+    parts = ref.split(":")
+    if parts[0] in defs and len(parts) == 3 and parts[2].isdigit():
+        index = _output_index(defs[parts[0]].op, parts[1], int(parts[2]), library, fail)
+        return names[parts[0]], index
+    if parts[0] in args and (len(parts) == 1 or parts[1:] == ["0"]):
+        return args[parts[0]]
+    if parts[0] in defs and len(parts) <= 2:   # a plain "node:i" (not TF's own form)
+        return names[parts[0]], int(parts[1]) if len(parts) == 2 else 0
+    raise fail(f"cannot resolve tensor '{ref}'")
+
+
+def _output_index(op_type: str, arg: str, index: int, library, fail) -> int:
+    if op_type in library:
+        arg_names = tuple(a.name for a in library[op_type].signature.output_arg)
+    else:
+        arg_names = OUTPUT_ARGS.get(op_type)
+    if arg_names is None:
+        return index
+    if arg not in arg_names:
+        raise fail(f"op {op_type} has no output arg '{arg}'")
+    return arg_names.index(arg) + index
 
 
 def _needed(defs, returns: List[str]) -> Set[str]:
@@ -181,3 +236,124 @@ def _forwarding_node(call: TfNode, outputs: List[Tensor], arg_types: List[int]) 
     elif op == "IdentityN":
         node_def.attr["T"].list.type.extend(t or 1 for t in types)
     return TfNode(node_def)
+
+
+# -- functional control flow ---------------------------------------------------------------
+class FunctionalNode(TfNode):
+    """A TF node whose function attributes (If's branches, While's cond and body) name
+    library functions; its plugin gets them as IR graphs from `convert_function`."""
+
+    __slots__ = ("_functions",)
+
+    @classmethod
+    def of(cls, node: TfNode, functions: "FunctionLibrary") -> "FunctionalNode":
+        new = cls.__new__(cls)
+        for slot in TfNode.__slots__:
+            setattr(new, slot, getattr(node, slot))
+        new._functions = functions
+        return new
+
+    def convert_function(self, attr: str, input_descs: Sequence[TensorDesc]) -> Graph:
+        """The IR graph of the function attribute `attr` names: one input per desc, its
+        outputs the function's outputs."""
+        name = self.attr(attr)
+        if not isinstance(name, str):
+            raise ConversionError(f"attribute '{attr}' does not name a function")
+        try:
+            return self._functions.convert(name, input_descs)
+        except ConversionError as exc:
+            inner = f"node '{exc.node}' ({exc.op_type}): " if exc.node else ""
+            raise ConversionError(f"in function {name} ('{attr}'): {inner}{exc.message}",
+                                  exit_code=exc.exit_code) from None
+
+
+class FunctionLibrary:
+    """The GraphDef's functions, converted on demand by the plugins of one manager."""
+
+    def __init__(self, tf_graph: TfGraph, functions, manager=None):
+        self.model = tf_graph.model
+        self.proto = tf_graph.library
+        self.functions = functions
+        self._manager = manager
+
+    @property
+    def manager(self):
+        if self._manager is None:
+            from tf2ir.plugins.manager import PluginManager
+            self._manager = PluginManager()
+        return self._manager
+
+    def convert(self, name: str, input_descs: Sequence[TensorDesc]) -> Graph:
+        from tf2ir.parser.scope_fusion import apply_scope_fusion
+        fdef = self.functions.get(name)
+        if fdef is None:
+            raise ConversionError(f"function {name} is not in the GraphDef's library")
+        view, outputs = self.graph_view(fdef)
+        args = [arg.name for arg in fdef.signature.input_arg]
+        if len(args) != len(input_descs):
+            raise ConversionError(f"function {name} takes {len(args)} inputs, the node "
+                                  f"gives {len(input_descs)}")
+        inline_functions(view, self.manager)
+        apply_scope_fusion(view, self.manager, None, outputs)
+        converter = _function_converter(view, self.manager, outputs, args, input_descs)
+        graph = converter.run()
+        graph.name = name
+        return graph
+
+    def graph_view(self, fdef) -> Tuple[TfGraph, List[str]]:
+        """A TF graph view of a function body: a Placeholder per argument (named as it),
+        the body's nodes with graph-style inputs; and the returned tensors' names."""
+        from tensorboard.compat.proto.node_def_pb2 import NodeDef
+        sig = fdef.signature
+
+        def fail(message: str) -> ConversionError:
+            return ConversionError(f"function {sig.name}: {message}", model=self.model)
+
+        view = TfGraph(SimpleNamespace(node=[], library=self.proto), self.model)
+        defs = {nd.name: nd for nd in fdef.node_def}
+        args = {arg.name: (arg.name, 0) for arg in sig.input_arg}
+        clash = set(defs) & set(args)
+        if clash:
+            raise fail(f"node and argument share the name {sorted(clash)[0]!r}")
+        names = {name: name for name in defs}
+        nodes: Dict[str, TfNode] = {}
+        for arg in sig.input_arg:
+            placeholder = NodeDef(name=arg.name, op="Placeholder")
+            placeholder.attr["dtype"].type = arg.type
+            nodes[arg.name] = TfNode(placeholder)
+        for name, nd in defs.items():
+            node = TfNode(nd)
+            node.inputs = [_resolve(ref, defs, names, args, self.functions, fail)
+                           for ref in nd.input if not ref.startswith("^")]
+            node.control_inputs = [ref[1:] for ref in nd.input if ref.startswith("^")]
+            nodes[name] = node
+        outputs = []
+        for arg in sig.output_arg:   # an Identity per output, named as the output arg
+            if arg.name not in fdef.ret:
+                raise fail(f"output {arg.name} has no return value")
+            node, port = _resolve(fdef.ret[arg.name], defs, names, args, self.functions, fail)
+            name, i = arg.name, 0
+            while name in nodes:
+                i += 1
+                name = f"{arg.name}_{i}"
+            nodes[name] = TfNode(NodeDef(name=name, op="Identity", input=[f"{node}:{port}"]))
+            outputs.append(name)
+        view.nodes = nodes
+        return view, outputs
+
+
+def _function_converter(view: TfGraph, manager, outputs: List[str], args: List[str],
+                        descs: Sequence[TensorDesc]):
+    """A Converter for a function body whose graph inputs are the arguments, in order, with
+    the given descs (used or not, and of any rank)."""
+    from tf2ir.parser.convert import Converter
+
+    class FunctionConverter(Converter):
+        def _placeholder(self, node: TfNode) -> None:
+            pass   # the arguments are the graph's inputs already
+
+    converter = FunctionConverter(view, manager, None, outputs)
+    for arg, desc in zip(args, descs):
+        converter.values[(arg, 0)] = converter.graph.add_input(
+            arg, TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format))
+    return converter

@@ -10,11 +10,17 @@ from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import numpy_dtype
 
 
+FOLD_LIMIT_BYTES = 1 << 20
+
+
 def fold_constants(graph: Graph) -> int:
-    """Fold every foldable node of `graph` in place (in order, so chains fold through);
-    return how many were folded. Nodes producing graph outputs stay."""
+    """Fold every foldable node of `graph` in place (in order, so chains fold through),
+    then those of its nodes' subgraphs; return how many were folded. Nodes producing graph
+    outputs stay; a node owning subgraphs (If, While) is never folded itself."""
     folded = 0
     for node in list(graph.nodes):
+        for sub in node.subgraphs.values():
+            folded += fold_constants(sub)
         if _fold_node(graph, node):
             folded += 1
     return folded
@@ -32,6 +38,11 @@ def _fold_node(graph: Graph, node: Node) -> bool:
     except (ValueError, TypeError, IndexError):
         return False          # the lowering will say what is wrong
     if len(arrays) != len(node.outputs):
+        return False
+    # Size bound: a result bigger than FOLD_LIMIT_BYTES and than the inputs together stays
+    # a node (folding Fill/Tile/broadcasts would blow up the model file).
+    if sum(np.asarray(a).nbytes for a in arrays) > max(
+            FOLD_LIMIT_BYTES, sum(np.asarray(v.const_value).nbytes for v in node.inputs)):
         return False
     position = graph.nodes.index(node)
     consts = []

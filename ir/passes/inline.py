@@ -55,6 +55,8 @@ def _inline_call(graph: Graph, call: Node) -> None:
                              output_names=[f"{call.name}/{v.name}" for v in inner.outputs],
                              output_descs=[_copy_desc(v.desc) for v in inner.outputs])
         new.subgraphs = dict(inner.subgraphs)
+        for sub in new.subgraphs.values():
+            _remap_captures(sub, mapped)
         for old, value in zip(inner.outputs, new.outputs):
             mapped[id(old)] = value
     new_nodes = graph.nodes[first_new:]
@@ -70,6 +72,17 @@ def _inline_call(graph: Graph, call: Node) -> None:
         graph.replace_all_uses_with(old, new)
     graph.erase_node(call)
     _keep_names(graph, results, names, output_slots, {id(n) for n in new_nodes})
+
+
+def _remap_captures(sub: Graph, mapped: Dict[int, Value]) -> None:
+    """A nested subgraph (an If branch, a loop body) that reads values of the inlined body
+    directly reads their inlined copies instead."""
+    for node in sub.nodes:
+        for index, value in enumerate(node.inputs):
+            if value is not None and id(value) in mapped:
+                sub.set_input(node, index, mapped[id(value)])
+        for inner in node.subgraphs.values():
+            _remap_captures(inner, mapped)
 
 
 def _call_input(call: Node, data: Node) -> Value:

@@ -1,7 +1,9 @@
-"""Built-in one-to-many mappings: a TF op becomes a PartitionedCall whose subgraph holds
-the IR ops that compute it (the guide's AddN → a chain of Adds)."""
+"""Built-in one-to-many mappings (a TF op becomes a PartitionedCall whose subgraph holds the
+IR ops that compute it: the guide's AddN → a chain of Adds) and TF2 functional control flow:
+If/StatelessIf → If and While/StatelessWhile → While, whose branches, cond and body are
+library functions converted through the same plugins into subgraphs."""
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir import ConversionError, TensorDesc
 from tf2ir.plugins import hookimpl, register_op
 
 
@@ -23,9 +25,54 @@ def parse_op_to_graph_add_n(src, graph):
     graph.set_outputs([total])
 
 
+def _function_graph(src, attr: str, descs):
+    """The IR graph of the library function that attribute `attr` of `src` names, with
+    inputs of these descs (the parser hands `src.convert_function` over)."""
+    convert = getattr(src, "convert_function", None)
+    if convert is None:
+        raise ConversionError(f"{src.op_type} needs the GraphDef's function library to convert "
+                              f"its function attribute '{attr}' (tf2ir.parser.functions."
+                              "inline_functions attaches it)")
+    return convert(attr, descs)
+
+
+def _output_count(src, attr: str) -> int:
+    types = src.attr(attr)
+    if not isinstance(types, list):
+        raise ConversionError(f"attribute '{attr}' is missing")
+    return len(types)
+
+
+def parse_params_if(src, op):
+    """input 0 is the condition, the rest are the branches' arguments."""
+    if not op.inputs:
+        raise ConversionError(f"{src.op_type} has no condition input")
+    descs = [value.desc for value in op.inputs[1:]]
+    op.num_outputs = _output_count(src, "Tout")
+    for key in ("then_branch", "else_branch"):
+        op.set_attr(key, _function_graph(src, key, descs))   # a Graph: becomes a subgraph
+
+
+def parse_params_while(src, op):
+    """The loop variables are the inputs; cond and body are converted with the loop
+    variables' descs relaxed to TF's `output_shapes` (the shape invariants)."""
+    from tf2ir.opp.control import merge_descs
+    op.num_outputs = _output_count(src, "T")
+    descs = [value.desc for value in op.inputs]
+    shapes = src.attr("output_shapes")
+    if isinstance(shapes, list) and len(shapes) == len(descs):
+        descs = [merge_descs(d, TensorDesc(d.dtype, s, d.format, d.origin_format))
+                 for d, s in zip(descs, shapes)]
+    for key in ("cond", "body"):
+        op.set_attr(key, _function_graph(src, key, descs))
+
+
 MAPPINGS = [
     register_op("PartitionedCall").origin_op_type("AddN")
     .parse_params_fn(parse_params_add_n).parse_op_to_graph_fn(parse_op_to_graph_add_n),
+    register_op("If").origin_op_type("If", "StatelessIf").parse_params_fn(parse_params_if),
+    register_op("While").origin_op_type("While", "StatelessWhile")
+    .parse_params_fn(parse_params_while),
 ]
 
 

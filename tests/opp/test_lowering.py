@@ -434,10 +434,18 @@ def test_pad_with_constant_values():
     check_exact("Pad", [Feed(x), paddings, value], {}, ref)
 
 
-def test_mirror_pad_symmetric_is_a_conversion_error():
+def test_mirror_pad_symmetric():
+    x = rand(3, 4)
+    paddings = np.array([[1, 2], [0, 3]], np.int32)
+    check_exact("Pad", [Feed(x), paddings, None], {"mode": "SYMMETRIC"},
+                tf.pad(x, paddings, mode="SYMMETRIC").numpy())
+
+
+def test_mirror_pad_symmetric_with_run_time_paddings_is_a_conversion_error():
     x = rand(3, 4)
     with pytest.raises(ConversionError) as info:
-        run_one("Pad", [Feed(x), np.array([[1, 1], [1, 1]], np.int32), None], {"mode": "SYMMETRIC"})
+        run_one("Pad", [Feed(x), Feed(np.array([[1, 1], [1, 1]], np.int32)), None],
+                {"mode": "SYMMETRIC"})
     assert "node 'op'" in str(info.value) and "SYMMETRIC" in str(info.value)
 
 

@@ -1,0 +1,67 @@
+"""docs/ops.md is generated from the plugin registry and the conformance tests' TESTED_DTYPES."""
+
+import textwrap
+
+import pytest
+
+from tf2ir.tools import optable
+
+
+def test_checked_in_page_matches_the_registry():
+    diff = optable.check(optable.DEFAULT_OUTPUT, optable.generate())
+    assert not diff, ("docs/ops.md is out of date; regenerate it with "
+                      f"`{optable.REGENERATE}`:\n" + "\n".join(diff[:40]))
+
+
+def _write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_reads_tested_dtypes_from_module_level_literals(tmp_path):
+    _write(tmp_path / "test_a.py", """
+        import pytest
+        TESTED_DTYPES = {"Abs": ("float32", "int32"), "Neg": ("float64",)}
+        def test_nothing():
+            TESTED_DTYPES = {"Ignored": ("float32",)}   # not module level
+        """)
+    _write(tmp_path / "test_b.py", """
+        from typing import Dict, Tuple
+        TESTED_DTYPES: Dict[str, Tuple[str, ...]] = {"Abs": ("int64", "float32")}
+        """)
+    _write(tmp_path / "test_none.py", "X = 1\n")
+    _write(tmp_path / "helper.py", 'TESTED_DTYPES = {"NotATest": ("float32",)}\n')
+    tested = optable.collect_tested_dtypes(str(tmp_path))
+    assert tested == {"Abs": {"float32", "int32", "int64"}, "Neg": {"float64"}}
+    assert optable.sort_dtypes(tested["Abs"]) == ["float32", "int32", "int64"]
+
+
+@pytest.mark.parametrize("value", ['{"Abs": DTYPES}', '{"Abs": "float32"}', '[("Abs", ("f",))]'])
+def test_rejects_tested_dtypes_that_are_not_literal_tuples(tmp_path, value):
+    path = _write(tmp_path / "test_bad.py", f"DTYPES = ('float32',)\nTESTED_DTYPES = {value}\n")
+    with pytest.raises(optable.TestedDtypesError, match="test_bad.py:2"):
+        optable.read_tested_dtypes(path)
+
+
+def test_generated_page_lists_registry_dtypes_and_fusion_passes():
+    text = optable.generate({"Relu": {"float32", "float16"}, "NoSuchOp": {"int32"}})
+    from tf2ir.plugins.manager import PluginManager
+    manager = PluginManager(use_env=False)
+    assert f"| Relu | {manager.registry['Relu'].ir_type} | builtin_nn | float16, float32 |" in text
+    assert "| Conv2D | Conv2D | builtin_nn | — |" in text
+    assert "Tested but mapped by no built-in plugin: NoSuchOp (int32)." in text
+    assert "| swish | on | builtin_fusion |" in text
+    assert "SwishFusion → Swish" in text and "| SwishFusion |" not in text
+    assert optable.REGENERATE in text.splitlines()[2]
+
+
+def test_check_exits_1_with_a_diff_when_the_page_differs(tmp_path, capsys):
+    page = tmp_path / "ops.md"
+    assert optable.main(["--check", "-o", str(page)]) == 1          # missing
+    assert optable.main(["-o", str(page)]) == 0
+    assert optable.main(["--check", "-o", str(page)]) == 0
+    page.write_text(page.read_text().replace("| Conv2D |", "| Conv3000 |"))
+    capsys.readouterr()
+    assert optable.main(["--check", "-o", str(page)]) == 1
+    err = capsys.readouterr().err
+    assert "-| Conv3000 |" in err and "+| Conv2D |" in err and "out of date" in err

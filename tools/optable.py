@@ -1,0 +1,201 @@
+"""Generates docs/ops.md, the table of supported TensorFlow op types, from the plugin registry.
+
+    python -m tf2ir.tools.optable              # regenerate docs/ops.md
+    python -m tf2ir.tools.optable --check      # exit 1 if docs/ops.md is out of date
+    python -m tf2ir.tools.optable -o -         # print the table
+
+Rows come from the built-in plugins' registrations (installed third-party plugins and
+TF2IR_PLUGIN_PATH are left out, so the page is the same on every machine); the tested
+dtypes come from the module-level literal `TESTED_DTYPES = {"TFOpType": ("float32", ...)}`
+of every tests/conformance/test_*.py, read with `ast` (the tests are not imported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import glob
+import os
+import sys
+from typing import Dict, List, Optional, Set
+
+import tf2ir
+
+ROOT = os.path.dirname(os.path.abspath(tf2ir.__file__))
+DEFAULT_OUTPUT = os.path.join(ROOT, "docs", "ops.md")
+CONFORMANCE_DIR = os.path.join(ROOT, "tests", "conformance")
+BUILTIN_DIR = os.path.join(ROOT, "plugins", "builtin")
+REGENERATE = "python -m tf2ir.tools.optable"
+
+# The order dtypes are listed in; unknown names follow, sorted.
+DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+               "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "string")
+
+
+class TestedDtypesError(ValueError):
+    """A conformance module's TESTED_DTYPES is not a literal dict of tuples of dtype names."""
+
+
+def read_tested_dtypes(path: str) -> Dict[str, Set[str]]:
+    """The module-level TESTED_DTYPES literal of one test file ({} when it has none)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    found: Dict[str, Set[str]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "TESTED_DTYPES" for t in targets):
+            continue
+        try:
+            table = ast.literal_eval(value)
+        except ValueError:
+            raise TestedDtypesError(f"{path}:{stmt.lineno}: TESTED_DTYPES must be a literal "
+                                    "(no names or calls)") from None
+        if not isinstance(table, dict):
+            raise TestedDtypesError(f"{path}:{stmt.lineno}: TESTED_DTYPES must be a dict")
+        for op_type, dtypes in table.items():
+            if (not isinstance(op_type, str) or not isinstance(dtypes, (tuple, list))
+                    or not all(isinstance(d, str) for d in dtypes)):
+                raise TestedDtypesError(
+                    f"{path}:{stmt.lineno}: TESTED_DTYPES[{op_type!r}] must be a tuple of "
+                    "dtype names, e.g. (\"float32\", \"int32\")")
+            found.setdefault(op_type, set()).update(dtypes)
+    return found
+
+
+def collect_tested_dtypes(directory: str = CONFORMANCE_DIR) -> Dict[str, Set[str]]:
+    """The union, per TF op type, of the TESTED_DTYPES of every test_*.py in `directory`."""
+    tested: Dict[str, Set[str]] = {}
+    for path in sorted(glob.glob(os.path.join(directory, "test_*.py"))):
+        for op_type, dtypes in read_tested_dtypes(path).items():
+            tested.setdefault(op_type, set()).update(dtypes)
+    return tested
+
+
+def sort_dtypes(dtypes) -> List[str]:
+    rank = {d: i for i, d in enumerate(DTYPE_ORDER)}
+    return sorted(dtypes, key=lambda d: (rank.get(d, len(rank)), d))
+
+
+def _is_builtin(source: str) -> bool:
+    return os.path.join(BUILTIN_DIR, "") in source
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def generate(tested: Optional[Dict[str, Set[str]]] = None, manager=None) -> str:
+    """The text of docs/ops.md."""
+    from tf2ir.parser.convert import PASSTHROUGH
+    from tf2ir.plugins.manager import PluginManager
+    manager = manager or PluginManager(use_env=False)
+    tested = collect_tested_dtypes() if tested is None else tested
+    rows, fused = {}, {}
+    for reg in manager.registrations:
+        if not _is_builtin(reg.source):
+            continue
+        for origin in reg.origin_types:
+            (fused if reg.fusion else rows)[origin] = reg
+    passes = [p for p in manager.fusion_passes if _is_builtin(p.source)]
+    by_converter = sorted(set(PASSTHROUGH) | {"Placeholder", "Const"})
+
+    lines = [
+        "# Supported TensorFlow op types",
+        "",
+        f"Generated from the plugin registry by `{REGENERATE}` (do not edit by hand; "
+        f"`{REGENERATE} --check` fails when this page is out of date).",
+        "",
+        f"**{len(rows)} TF op types** map to {len({r.ir_type for r in rows.values()})} IR op "
+        f"types through the built-in plugins; {len(passes)} scope fusion passes. "
+        f"The converter itself handles {', '.join(by_converter)} "
+        "(NoOp nodes carry only control dependencies and are dropped).",
+        "",
+        "Tested dtypes are those the conformance tests (`tests/conformance/test_*.py`, "
+        "`TESTED_DTYPES`) compare against TensorFlow; — means no conformance test yet.",
+        "",
+        "| TF op type | IR op type | plugin | tested dtypes |",
+        "|---|---|---|---|",
+    ]
+    for origin in sorted(rows):
+        reg = rows[origin]
+        dtypes = ", ".join(sort_dtypes(tested.get(origin, ()))) or "—"
+        lines.append(f"| {origin} | {reg.ir_type} | {reg.plugin} | {dtypes} |")
+    lines += [
+        "",
+        "## Scope fusion passes",
+        "",
+        "Run on the TF graph before op mapping, in this order; switch with "
+        "`tf2ir convert --fusion on:NAME,off:NAME`.",
+        "",
+        "| pass | default | plugin | what it fuses |",
+        "|---|---|---|---|",
+    ]
+    for p in passes:
+        lines.append(f"| {p.name} | {'on' if p.enabled else 'off'} | {p.plugin} | "
+                     f"{_cell(p.description)} |")
+    if fused:
+        lines += ["", "Fused node types and the IR op types they map to: "
+                  + ", ".join(f"{o} → {fused[o].ir_type}" for o in sorted(fused)) + "."]
+    unknown = sorted(set(tested) - set(rows) - set(fused) - set(by_converter))
+    if unknown:
+        lines += ["", "Tested but mapped by no built-in plugin: "
+                  + ", ".join(f"{o} ({', '.join(sort_dtypes(tested[o]))})" for o in unknown) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def check(path: str, text: str) -> List[str]:
+    """The unified diff between `path` and the generated `text` ([] when they agree)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            current = f.read()
+    except FileNotFoundError:
+        return [f"{path} does not exist"]
+    if current == text:
+        return []
+    return list(difflib.unified_diff(current.splitlines(), text.splitlines(),
+                                     f"{path} (checked in)", f"{path} (generated)", lineterm=""))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.optable", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-o", "--output", default=DEFAULT_OUTPUT,
+                        help="where to write the page, - for stdout (default: %(default)s)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 with a diff if the page is out of date")
+    args = parser.parse_args(argv)
+    try:
+        text = generate()
+    except TestedDtypesError as exc:
+        print(f"optable: error: {exc}", file=sys.stderr)
+        return 1
+    if args.check:
+        diff = check(args.output, text)
+        if diff:
+            shown = diff[:60] + ([f"... ({len(diff) - 60} more lines)"] if len(diff) > 60 else [])
+            print("\n".join(shown), file=sys.stderr)
+            command = REGENERATE + ("" if args.output == DEFAULT_OUTPUT else f" -o {args.output}")
+            print(f"optable: {args.output} is out of date; regenerate it with: {command}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    tmp = args.output + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
