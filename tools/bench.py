@@ -2,7 +2,8 @@
 process, and prints per model the wall time, peak memory and node counts; then the latency
 of the converted models in onnxruntime (and of TensorFlow running the frozen graph).
 
-    python -m tf2ir.tools.bench                       # ResNet50 MobileNetV2 EfficientNetB0
+    python -m tf2ir.tools.bench                       # every keras.applications model (hours)
+    python -m tf2ir.tools.bench ResNet50 MobileNetV2 EfficientNetB0
     python -m tf2ir.tools.bench ResNet50 --repeat 5
     python -m tf2ir.tools.bench path/to/frozen.pb
     python -m tf2ir.tools.bench ResNet50 --passes off:all     # tf2ir without its ONNX passes
@@ -29,8 +30,6 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Tuple
-
-DEFAULT_MODELS = ["ResNet50", "MobileNetV2", "EfficientNetB0"]
 
 
 @dataclass
@@ -135,8 +134,8 @@ import json, statistics, sys, time
 import numpy as np
 import onnxruntime as ort
 spec = json.loads(sys.argv[1])
-x = np.load(spec["input"])
 result, outputs = {}, {}
+x = None
 for threads in (1, 0):
     sessions = {}
     for label, path in spec["models"].items():
@@ -148,6 +147,11 @@ for threads in (1, 0):
             if label == "tf2ir":
                 raise
             print(f"latency: {label}: {str(exc)[:200]}", file=sys.stderr)
+    if x is None:   # unknown dims: batch 1, 224 elsewhere (an image's height and width)
+        dims = sessions["tf2ir"].get_inputs()[0].shape
+        shape = [d if isinstance(d, int) else 1 if i == 0 else 224 for i, d in enumerate(dims)]
+        x = np.random.RandomState(0).uniform(0, 1, shape).astype(np.float32)
+        np.save(spec["input"], x)
     feeds = {label: {s.get_inputs()[0].name: x} for label, s in sessions.items()}
     times = {label: [] for label in sessions}
     for label, s in sessions.items():
@@ -197,22 +201,15 @@ print(json.dumps(result))
 """
 
 
-def _model_input_shape(path: str) -> List[int]:
-    import onnx
-    model = onnx.load(path, load_external_data=False)
-    dims = model.graph.input[0].type.tensor_type.shape.dim
-    return [d.dim_value if d.HasField("dim_value") else 1 for d in dims]
-
-
 def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir: str,
                     runs: int) -> Tuple[Dict[str, Dict[str, float]], Optional[float]]:
     """Latency (ms) of each ONNX model in onnxruntime and of the frozen graph in TensorFlow
     on one random input (batch 1), each measured in a child process; and the largest
-    difference between tf2ir's output and TensorFlow's."""
+    difference between tf2ir's output and TensorFlow's. The onnxruntime child makes the
+    input: the parent never loads a model, so the next conversion child, forked from it,
+    does not inherit a large peak RSS."""
     import numpy as np
-    x = np.random.RandomState(0).uniform(0, 1, _model_input_shape(models["tf2ir"])).astype(np.float32)
     x_path, ours_path, tf_path = (os.path.join(out_dir, f) for f in ("x.npy", "ours.npy", "tf.npy"))
-    np.save(x_path, x)
     spec = {"input": x_path, "models": models, "runs": runs, "output": ours_path}
     result = subprocess.run([sys.executable, "-c", _ORT_LATENCY_SCRIPT, json.dumps(spec)],
                             capture_output=True, text=True)
@@ -325,13 +322,19 @@ def print_table(rows: List[Row]) -> None:
             line += (f" {p.seconds:>9.2f} {p.peak_mb:>10.0f} {p.seconds / m.seconds:>7.1f}x"
                      if p.ok else f"  tf2onnx failed: {p.error[:60]}")
         print(line)
+    speedups = [r.peer.seconds / r.tf2ir.seconds for r in rows
+                if r.tf2ir.ok and r.peer is not None and r.peer.ok]
+    if speedups:
+        print(f"conversion speed-up over tf2onnx, geometric mean of {len(speedups)}: "
+              f"{geometric_mean(speedups):.1f}x")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*", default=DEFAULT_MODELS,
-                        help="keras.applications names or frozen .pb paths")
+    parser.add_argument("models", nargs="*",
+                        help="keras.applications names or frozen .pb paths (default: every "
+                             "keras.applications model, unless --generate is given)")
     parser.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "tf2ir-models"),
                         help="cache of frozen models (default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per model; the median wall time")
@@ -350,7 +353,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.makedirs(args.model_dir, exist_ok=True)
     peer = not args.no_peer and importlib.util.find_spec("tf2onnx") is not None
     runs = 0 if args.no_latency else args.runs
-    models = list(args.models) if args.models != DEFAULT_MODELS or not args.generate else []
+    models = list(args.models)
+    if not models and not args.generate:
+        from tf2ir.tools.zoo import discover_models   # lists them in a child (imports keras)
+        models = discover_models()
     for nodes in args.generate:
         path = os.path.join(args.model_dir, f"ladder{nodes}.pb")
         if not os.path.exists(path):
