@@ -28,6 +28,13 @@ def test_converts_and_matches_tensorflow(keras_app, tmp_path, name):
     result = run_cli("convert", model.path, "-o", out)
     assert result.returncode == 0, result.stderr
     onnx.checker.check_model(out, full_check=True)
+    # The passes leave one NHWC->NCHW Transpose (the input's) and fold every batch norm
+    # (FusedBatchNormV3 or Keras 3's Mul/Add form) into the convolutions.
+    op_types = [n.op_type for n in onnx.load(out, load_external_data=False).graph.node]
+    assert op_types.count("Transpose") == 1, op_types
+    assert "BatchNormalization" not in op_types
+    if name != "EfficientNetB0":       # its Muls are swish and squeeze-excitation
+        assert "Mul" not in op_types and "Sub" not in op_types, op_types
 
     rng = np.random.RandomState(1)
     for batch in (1, 4):   # the batch dim stays symbolic: one model, two batch sizes
