@@ -140,6 +140,8 @@ def cmd_convert(args) -> int:
     outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
     from tf2ir.parser.scope_fusion import parse_fusion_switches
     fusion = parse_fusion_switches(args.fusion)
+    from tf2ir.ir.passes.pipeline import enabled_passes
+    enabled_passes(args.passes or None)      # a bad --passes value fails before any work
     from tf2ir.tools.progress import PhaseLine, wanted
     with PhaseLine(wanted(args.quiet or args.verbose)) as progress:   # -v logs phases itself
         return _convert(args, emit, shapes, outputs, fusion, progress)

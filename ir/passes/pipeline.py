@@ -85,7 +85,8 @@ def enabled_passes(switches: PassSwitches = None) -> Set[str]:
     if isinstance(switches, dict):
         unknown = set(switches) - set(PASS_NAMES)
         if unknown:
-            raise ConversionError(f"unknown pass {sorted(unknown)[0]!r}; passes: {', '.join(PASS_NAMES)}")
+            raise ConversionError(f"unknown pass {sorted(unknown)[0]!r}; passes: {', '.join(PASS_NAMES)}",
+                                  exit_code=2)
         return {n for n in PASS_NAMES if switches.get(n, n in enabled)}
     items = [switches] if isinstance(switches, str) else list(switches)
     for item in (part.strip() for text in items for part in text.split(",")):
@@ -93,10 +94,12 @@ def enabled_passes(switches: PassSwitches = None) -> Set[str]:
             continue
         state, _, name = item.partition(":")
         if state not in ("on", "off") or not name:
-            raise ConversionError(f"pass switch {item!r} must be on:NAME or off:NAME")
+            raise ConversionError(f"bad --passes value {item!r}: must be on:NAME or off:NAME",
+                                  exit_code=2)
         names = PASS_NAMES if name == "all" else [name]
         if name != "all" and name not in PASS_NAMES:
-            raise ConversionError(f"unknown pass {name!r}; passes: {', '.join(PASS_NAMES)}, all")
+            raise ConversionError(f"--passes names unknown pass {name!r}; passes: "
+                                  f"{', '.join(PASS_NAMES)}, all", exit_code=2)
         enabled = enabled | set(names) if state == "on" else enabled - set(names)
     return enabled
 

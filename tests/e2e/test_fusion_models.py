@@ -179,3 +179,37 @@ def test_bad_fusion_option(tmp_path, value, needle):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr
     assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("value, needle", [("off:nonsense", "unknown pass 'nonsense'"),
+                                           ("layout", "bad --passes value 'layout'")])
+def test_bad_passes_option(tmp_path, value, needle):
+    import os
+    sample_pb = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+    out = str(tmp_path / "m.onnx")
+    result = run_cli("convert", sample_pb, "-o", out, "--passes", value)
+    assert result.returncode == 2 and not os.path.exists(out)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+def test_passes_off_gives_the_same_results(tmp_path):
+    """The passes change the graph, not what it computes: off:all keeps the Transposes
+    and batch-norm arithmetic of the lowering, and both models agree."""
+    import os
+
+    import onnx
+    sample_pb = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+    outs = {}
+    for label, switch in (("on", []), ("off", ["--passes", "off:all"])):
+        outs[label] = str(tmp_path / f"{label}.onnx")
+        result = run_cli("convert", sample_pb, "-o", outs[label], *switch)
+        assert result.returncode == 0, result.stderr
+    sizes = {k: len(onnx.load(v).graph.node) for k, v in outs.items()}
+    assert sizes["on"] < sizes["off"], sizes
+    model = onnx.load(outs["on"])
+    dims = [d.dim_value or 1 for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.RandomState(0).uniform(0, 1, [2] + dims[1:]).astype(np.float32)
+    name = model.graph.input[0].name
+    on, off = (run_onnx(outs[k], {name: x})[0] for k in ("on", "off"))
+    np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-5)

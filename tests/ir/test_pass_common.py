@@ -99,10 +99,11 @@ def test_switches_change_the_defaults():
     assert enabled_passes(["off:all", "on:layout,on:fold"]) == {"layout", "fold"}
     assert enabled_passes("on:all,off:cse") == set(PASS_NAMES) - {"cse"}
     assert enabled_passes({"dce": False}) == defaults - {"dce"}
-    with pytest.raises(ConversionError, match="unknown pass 'nope'"):
-        enabled_passes("off:nope")
-    with pytest.raises(ConversionError, match="on:NAME or off:NAME"):
-        enabled_passes("layout")
+    for bad, needle in (("off:nope", "unknown pass 'nope'"), ("layout", "on:NAME or off:NAME"),
+                        ({"nope": True}, "unknown pass 'nope'")):
+        with pytest.raises(ConversionError, match=needle) as info:
+            enabled_passes(bad)
+        assert info.value.exit_code == 2     # a usage error
 
 
 def test_order_honours_after():
