@@ -5,7 +5,13 @@ Keras layers reshape with a target computed at run time from the input's own sha
 When every run-time entry of the target is the input's dim at the same position, the
 target becomes a constant with 0 there (ONNX Reshape's "copy this dim"), and the shape
 subgraph dies. A Transpose right after a Reshape to a constant shape that only moves size-1
-dims (the non-1 dims keep their order) is a Reshape too, and is merged into it."""
+dims (the non-1 dims keep their order) is a Reshape too, and is merged into it.
+
+Keras 3's Dense on a rank-r input (r > 2) freezes as a tensordot: Reshape x to
+(prod(x.shape[:-1]), K) with that product computed at run time, MatMul (a Gemm after
+lowering) by W (K, N), Reshape back to x.shape[:-1] + (N,). ONNX MatMul broadcasts over
+leading dims, so the three become MatMul(x, W) (+ the Gemm's bias) and the shape
+arithmetic dies."""
 
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ import onnx
 
 from tf2ir.ir.passes.lowered import LoweredGraph, attr_value
 
-Dim = Union[int, Tuple[str, int]]          # a known int, or (value name, axis): that dim
+Dim = Union[int, Tuple[str, int], Tuple[str, tuple]]
+# a known int; (value name, axis): that dim; ("*", dims): the product of dims
 
 
 class _ShapeValues:
@@ -73,6 +80,15 @@ class _ShapeValues:
                     or steps is None or len(starts) != 1 or len(ends) != 1 or len(steps) != 1:
                 return None
             return inner[slice(starts[0], ends[0], steps[0])]
+        if op == "ReduceProd":
+            inner = self.value(node.input[0])
+            axes = self._ints(node.input[1]) if len(node.input) > 1 and node.input[1] \
+                else attr_value(node, "axes")
+            if inner is None or (axes is not None and list(axes) not in ([0], [-1])):
+                return None
+            if all(isinstance(d, int) for d in inner):
+                return [int(np.prod(inner))]
+            return [inner[0] if len(inner) == 1 else ("*", tuple(inner))]
         if op == "Gather":
             inner, indices = self.value(node.input[0]), self._ints(node.input[1])
             if inner is None or indices is None or attr_value(node, "axis", 0) != 0:
@@ -114,15 +130,88 @@ def _unit_dim_transpose(target: List[int], perm: List[int]) -> Optional[List[int
     return moved
 
 
+def _only_user(g: LoweredGraph, users, name: str, op_types) -> Optional[onnx.NodeProto]:
+    after = users.get(name, [])
+    if name in g.pinned or len(after) != 1 or after[0].op_type not in op_types \
+            or after[0].domain not in ("", "ai.onnx"):
+        return None
+    return after[0]
+
+
+def _tensordot_weights(g: LoweredGraph, matmul: onnx.NodeProto):
+    """(W as (K, N), bias or None) of a MatMul/Gemm by a constant 2-D W; None otherwise."""
+    w = g.const(matmul.input[1])
+    if w is None or w.ndim != 2:
+        return None
+    if matmul.op_type == "MatMul":
+        return w, None
+    if attr_value(matmul, "transA", 0) or attr_value(matmul, "alpha", 1.0) != 1.0:
+        return None
+    w = w.T if attr_value(matmul, "transB", 0) else w
+    bias = g.const(matmul.input[2]) if len(matmul.input) > 2 and matmul.input[2] else None
+    if len(matmul.input) > 2 and matmul.input[2] and (bias is None or bias.size != w.shape[1]):
+        return None
+    if bias is not None:
+        bias = (bias * np.asarray(attr_value(matmul, "beta", 1.0), bias.dtype)).reshape(-1)
+    return w, bias
+
+
+def _fold_tensordot(g: LoweredGraph, shapes: _ShapeValues, users, first: onnx.NodeProto,
+                    dead: List[int]) -> bool:
+    """Reshape(x, [prod(x dims but the last), K]) -> MatMul/Gemm by W -> Reshape(., x dims
+    but the last + [N]) becomes MatMul(x, W) (+ bias Add); see the module doc."""
+    x, rank = first.input[0], g.rank(first.input[0])
+    matmul = _only_user(g, users, first.output[0], ("MatMul", "Gemm"))
+    if rank is None or rank < 3 or matmul is None or matmul.input[0] != first.output[0]:
+        return False
+    second = _only_user(g, users, matmul.output[0], ("Reshape",))
+    weights = _tensordot_weights(g, matmul)
+    if second is None or weights is None or attr_value(second, "allowzero", 0):
+        return False
+    w, bias = weights
+    # Keras transposes x by the identity permutation first and may read either shape.
+    names = [x]
+    before = shapes.producer.get(x)
+    if before is not None and (before.op_type == "Identity" or (
+            before.op_type == "Transpose" and list(attr_value(before, "perm", [])) == list(range(rank)))):
+        names.append(before.input[0])
+    flat, restored = shapes.value(first.input[1]), shapes.value(second.input[1])
+    if flat is None or restored is None or len(flat) != 2:
+        return False
+
+    def restores(name):
+        lead = [(name, i) for i in range(rank - 1)]
+        return flat[0] == ("*", tuple(lead)) and flat[1] in (w.shape[0], (name, rank - 1)) \
+            and restored == lead + [w.shape[1]]
+    if not any(restores(name) for name in names):
+        return False
+    x = names[-1]
+    y = second.output[0]
+    product = g.fresh(f"{y}/matmul") if bias is not None else y
+    replacement = [g.make_node("MatMul", [x, g.add_initializer(w, f"{y}/weight")], [product])]
+    if bias is not None:
+        replacement.append(g.make_node("Add", [product, g.add_initializer(bias, f"{y}/bias")], [y]))
+    g.ranks[product] = g.ranks[y] = rank
+    at = next(i for i, n in enumerate(g.nodes) if n is second)
+    g.nodes[at:at + 1] = replacement
+    dead += [id(first), id(matmul), id(second)]
+    return True
+
+
 def simplify_reshapes(g: LoweredGraph) -> int:
-    """Constant Reshape targets and Reshape+Transpose merges; return how many rewrites."""
+    """Tensordot folds, constant Reshape targets and Reshape+Transpose merges; return how
+    many rewrites."""
     if not any(node.op_type == "Reshape" for node in g.nodes):
         return 0
     shapes = _ShapeValues(g)
     users = g.consumers()
     count, dead = 0, []
-    for node in g.nodes:
-        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+    for node in list(g.nodes):
+        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2 \
+                or id(node) in dead:
+            continue
+        if _fold_tensordot(g, shapes, users, node, dead):
+            count += 1
             continue
         if _constant_target(g, shapes, node):
             count += 1

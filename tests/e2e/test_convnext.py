@@ -25,6 +25,10 @@ def test_convnext_tiny_converts_and_matches_tensorflow(keras_app, tmp_path):
     result = run_cli("convert", model.path, "-o", out)
     assert result.returncode == 0, result.stderr
     onnx.checker.check_model(out, full_check=True)
+    # Keras 3's Dense on 4-D tensors is a tensordot (run-time shape arithmetic around a 2-D
+    # MatMul); the reshape pass makes each one broadcast MatMul.
+    op_types = [n.op_type for n in onnx.load(out, load_external_data=False).graph.node]
+    assert op_types.count("MatMul") == 36 and "Shape" not in op_types and "Reshape" not in op_types
 
     x = np.random.RandomState(1).uniform(0, 1, (2,) + model.input_shape).astype(np.float32)
     expected = run_frozen_graph(model.path, {model.input_name: x}, model.output_names)[0]

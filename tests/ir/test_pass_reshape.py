@@ -56,3 +56,54 @@ def test_a_dim_of_another_tensor_or_a_real_transpose_stays():
     g, count = check_pass(_reshape_then_dce, nodes, {"s": I64(0, 2, 3)}, {"x": (F32, [None, 6])},
                           {"y": (F32, [None, 3, 2])}, {"x": x}, ranks={"x": 2})
     assert count == 0 and op_types(g) == ["Reshape", "Transpose"]
+
+
+def _tensordot(w="w", bias=None, flat_tail="k", restore=("n",), shape_of="t", **gemm):
+    """Keras 3 Dense on x (B, 5, 4): identity Transpose, then Reshape to (B*5, 4) with the
+    product computed from the shape, Gemm by w, Reshape back to (B, 5) + restore."""
+    return [node("Transpose", ["x"], ["t"], perm=[0, 1, 2]),
+            node("Shape", [shape_of], ["shape"]),
+            node("Gather", ["shape", "free"], ["lead"], axis=0),
+            node("ReduceProd", ["lead", "zero_1d"], ["rows"], keepdims=0),
+            node("Unsqueeze", ["rows", "zero_1d"], ["rows_1"]),
+            node("Concat", ["rows_1", flat_tail], ["flat"], axis=0),
+            node("Reshape", ["t", "flat"], ["r"]),
+            node("Gemm", ["r", w] + ([bias] if bias else []), ["mm"], **gemm),
+            node("Concat", ["lead", *restore], ["back"], axis=0),
+            node("Reshape", ["mm", "back"], ["y"])]
+
+
+TD_INITS = {"free": I64(0, 1), "zero_1d": I64(0), "k": I64(4), "n": I64(3),
+            "w": np.random.RandomState(1).randn(4, 3).astype(F32),
+            "wt": np.random.RandomState(2).randn(3, 4).astype(F32),
+            "b": np.random.RandomState(3).randn(3).astype(F32)}
+TD_X = np.random.RandomState(0).randn(2, 5, 4).astype(F32)
+
+
+def test_a_tensordot_becomes_one_matmul():
+    for extra, gemm, expected in (({}, {}, ["MatMul"]),
+                                  ({"bias": "b"}, {"beta": 0.5}, ["MatMul", "Add"]),
+                                  ({"w": "wt", "bias": "b"}, {"transB": 1}, ["MatMul", "Add"])):
+        g, count = check_pass(_reshape_then_dce, _tensordot(**extra, **gemm), TD_INITS,
+                              {"x": (F32, [None, 5, 4])}, {"y": (F32, [None, 5, 3])},
+                              {"x": TD_X}, ranks={"x": 3, "t": 3})
+        assert count == 1 and op_types(g) == expected, (extra, op_types(g))
+        assert g.nodes[0].input[0] == "x"
+
+
+def test_a_tensordot_that_does_not_restore_the_input_dims_stays():
+    # The result is reshaped to (B, 15) (dims of another shape): not a broadcast MatMul.
+    inits = dict(TD_INITS, fifteen=I64(15))
+    nodes = _tensordot(restore=("n",))
+    nodes[-2] = node("Concat", ["first", "fifteen"], ["back"], axis=0)
+    nodes.insert(-2, node("Slice", ["lead", "zero_1d", "one_1d"], ["first"]))
+    inits["one_1d"] = I64(1)
+    g, count = check_pass(_reshape_then_dce, nodes, inits, {"x": (F32, [None, 5, 4])},
+                          {"y": (F32, [None, 15])}, {"x": TD_X}, ranks={"x": 3, "t": 3})
+    assert count == 0 and "Gemm" in op_types(g)
+    # The rows are a product over a shape that is not the Reshape's input's.
+    g, count = check_pass(_reshape_then_dce, _tensordot(shape_of="other"), TD_INITS,
+                          {"x": (F32, [None, 5, 4]), "other": (F32, [None, 5, 4])},
+                          {"y": (F32, [None, 5, 3])}, {"x": TD_X, "other": TD_X},
+                          ranks={"x": 3, "t": 3, "other": 3})
+    assert count == 0 and "Gemm" in op_types(g)
