@@ -112,6 +112,9 @@ def test_judge_is_relative_to_the_spread_and_knows_tf_noise():
     # TF itself moves by 0.1 under a 1-ulp input change: 0.2 is noise, 0.5 is not.
     assert zoo.judge("y", expected, expected + 0.2, 0.1, 0.01).verdict == "unstable"
     assert zoo.judge("y", expected, expected + 0.5, 0.1, 0.01).verdict == "mismatch"
+    # Noise below the tolerance still widens it to NOISE_FACTOR x the noise, as "unstable".
+    assert zoo.judge("y", expected, expected + 0.02, 0.006, 0.01).verdict == "unstable"
+    assert zoo.judge("y", expected, expected + 0.03, 0.006, 0.01).verdict == "mismatch"
     with pytest.raises(ValueError, match="shape"):
         zoo.judge("y", expected, np.zeros((2, 2), np.float32), 0.0, 0.01)
 
