@@ -59,7 +59,7 @@ def _tiny_model(model_dir, name="Tiny"):
     np.savez(paths["npz"], x=x, out0=x * 2 + 1)
     with open(paths["json"], "w") as f:
         json.dump({"input": "input", "input_shape": [4], "outputs": ["out:0"],
-                   "tf_nodes": 5, "tf_noise": [0.0]}, f)
+                   "tf_nodes": 5, "tf_noise": [0.0], "tf_kernel_noise": [0.0]}, f)
     return paths
 
 
@@ -80,6 +80,24 @@ def test_a_cached_model_matches_then_a_wrong_reference_is_a_mismatch(tmp_path):
     assert "out:0: max abs error 0.1" in row.error
 
 
+def test_a_reference_without_kernel_noise_gets_it_from_tf(tmp_path):
+    """An older cached reference lacks TF's other-kernel run: only that child runs (TF with
+    oneDNN off), and its distance joins tf_noise."""
+    work = str(tmp_path / "work")
+    os.makedirs(work)
+    paths = _tiny_model(str(tmp_path))
+    with open(paths["json"]) as f:
+        info = json.load(f)
+    del info["tf_kernel_noise"]
+    with open(paths["json"], "w") as f:
+        json.dump(info, f)
+    row = zoo.run_model("Tiny", str(tmp_path), work, batch=3, seed=5)
+    assert row.ok and row.tf_peak_mb is not None, row
+    with open(paths["json"]) as f:
+        info = json.load(f)
+    assert info["tf_kernel_noise"][0] < 1e-6 and len(info["tf_noise"]) == 1
+
+
 def test_failures_are_rows_and_set_the_exit_status(tmp_path, capsys):
     model_dir = str(tmp_path)
     # A cached "model" that is not a GraphDef: the conversion fails, the row says why.
@@ -89,7 +107,7 @@ def test_failures_are_rows_and_set_the_exit_status(tmp_path, capsys):
     np.savez(paths["npz"], x=np.zeros((2, 4), np.float32), out0=np.zeros((2, 4), np.float32))
     with open(paths["json"], "w") as f:
         json.dump({"input": "input", "input_shape": [4], "outputs": ["out:0"],
-                   "tf_nodes": 3, "tf_noise": [0.0]}, f)
+                   "tf_nodes": 3, "tf_noise": [0.0], "tf_kernel_noise": [0.0]}, f)
     json_path = str(tmp_path / "rows.json")
     status = zoo.main(["Broken", "NoSuchNet", "--model-dir", model_dir, "--json", json_path])
     assert status == 1
