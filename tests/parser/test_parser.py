@@ -99,3 +99,22 @@ def test_output_that_is_an_input_gets_an_identity(freeze, tmp_path):
     x = np.array([1.0, 2.0], np.float32)
     got = run_onnx(out, {"x": x})
     assert sorted(tuple(g.tolist()) for g in got) == [(1.0, 2.0), (3.0, 6.0)]
+
+
+def test_a_const_and_the_placeholder_chosen_as_outputs(tmp_path):
+    """--outputs may name a Const (its copy takes the Const's name) and the input itself
+    (the copy is NAME/output: ONNX names are unique)."""
+    import onnx
+    from tf2ir.parser.load import load_graph_def
+    from tf2ir.tools.bench import generate_ladder
+    path = generate_ladder(str(tmp_path / "ladder.pb"), 20)
+    out = str(tmp_path / "m.onnx")
+    result = run_cli("convert", path, "-o", out, "--outputs", "rung0/w,Identity,input")
+    assert result.returncode == 0, result.stderr
+    assert [o.name for o in onnx.load(out).graph.output] == ["rung0/w", "Identity", "input/output"]
+    x = np.random.RandomState(0).randn(3, 16).astype(np.float32)
+    w, _, echoed = run_onnx(out, {"input": x})
+    const = next(n for n in load_graph_def(path).node if n.name == "rung0/w")
+    expected = np.frombuffer(const.attr["value"].tensor.tensor_content, np.float32).reshape(16, 16)
+    np.testing.assert_array_equal(w, expected)
+    np.testing.assert_array_equal(echoed, x)
