@@ -294,8 +294,8 @@ def _verdict_message(check: OutputCheck, rtol: float) -> str:
         return (f"{check.tensor}: max abs error {check.max_abs_error:.3g} > {rtol:g} x spread "
                 f"{check.spread:.3g}")
     return (f"{check.tensor}: error {check.max_abs_error:.3g} (spread {check.spread:.3g}) is "
-            f"TF's own noise: TF moves by {check.tf_noise:.3g} (1-ulp input change or one sample "
-            "at a time)")
+            f"TF's own noise: TF moves by {check.tf_noise:.3g} (1-ulp input change, one sample "
+            "at a time, or its other CPU kernels)")
 
 
 def run_model(name: str, model_dir: str, work_dir: str, batch: int = 2, seed: int = 0,
