@@ -168,29 +168,20 @@ def test_hard_swish_becomes_two_ir_ops(freeze, tmp_path):
 
 
 # -- the option's errors --------------------------------------------------------------------------
-@pytest.mark.parametrize("value, needle", [("of:gelu", "bad --fusion value 'of:gelu'"),
-                                           ("off:no_such_pass", "unknown pass no_such_pass")])
-def test_bad_fusion_option(tmp_path, value, needle):
+@pytest.mark.parametrize("option, value, needle", [
+    ("--fusion", "of:gelu", "bad --fusion value 'of:gelu'"),
+    ("--fusion", "off:no_such_pass", "unknown pass no_such_pass"),
+    ("--passes", "off:nonsense", "unknown pass 'nonsense'"),
+    ("--passes", "layout", "bad --passes value 'layout'")])
+def test_bad_pass_switch_is_a_usage_error(tmp_path, option, value, needle):
     import os
     sample_pb = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
     out = str(tmp_path / "m.onnx")
-    result = run_cli("convert", sample_pb, "-o", out, "--fusion", value)
+    result = run_cli("convert", sample_pb, "-o", out, option, value)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr
     assert not os.path.exists(out)
-
-
-@pytest.mark.parametrize("value, needle", [("off:nonsense", "unknown pass 'nonsense'"),
-                                           ("layout", "bad --passes value 'layout'")])
-def test_bad_passes_option(tmp_path, value, needle):
-    import os
-    sample_pb = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
-    out = str(tmp_path / "m.onnx")
-    result = run_cli("convert", sample_pb, "-o", out, "--passes", value)
-    assert result.returncode == 2 and not os.path.exists(out)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], result.stderr
 
 
 def test_passes_off_gives_the_same_results(tmp_path):
