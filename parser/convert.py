@@ -238,13 +238,12 @@ class Converter:
                 value = self.graph.add_node("Identity", [value], name=f"{out_name}/output",
                                             output_descs=[TensorDesc(value.desc.dtype)]).outputs[0]
                 verify_node(value.producer)
-            holder = self.graph.value(out_name) if self.graph.has_value(out_name) else None
-            if holder is not None and holder is not value and holder not in self.graph.inputs:
-                # A Const chosen as an output: its Identity takes the name, it gets another.
-                self.graph.rename_value(holder, self.graph.unique_name(f"{out_name}/value"))
-            if value.name != out_name and (holder is None or holder not in self.graph.inputs):
-                self.graph.rename_value(value, out_name)   # (an input keeps its name; its
-            self.graph.outputs.append(value)               # copy is NAME/output)
+            holder = self.graph.value(out_name) if self.graph.has_value(out_name) else value
+            if holder not in self.graph.inputs:   # an input keeps its name; its copy is NAME/output
+                if holder is not value:           # a Const output: its copy takes the name
+                    self.graph.rename_value(holder, self.graph.unique_name(f"{out_name}/value"))
+                self.graph.rename_value(value, out_name)
+            self.graph.outputs.append(value)
 
 
 def _graph_name(model: str) -> str:
