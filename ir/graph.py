@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from tf2ir.ir.names import fresh_name
 from tf2ir.ir.tensor import TensorDesc, dtype_of_numpy
 
 
@@ -71,13 +72,8 @@ class Graph:
 
     # -- creation --------------------------------------------------------------
     def unique_name(self, base: str, taken=None) -> str:
-        taken = self._names if taken is None else taken
-        if base not in taken:
-            return base
-        i = 1
-        while f"{base}_{i}" in taken:
-            i += 1
-        return f"{base}_{i}"
+        """`base`, or `base_N` when a value (or a name of `taken`) has it."""
+        return fresh_name(base, self._names if taken is None else taken)
 
     def _new_value(self, name: str, desc: TensorDesc, producer=None, index=0) -> Value:
         name = self.unique_name(name)
@@ -202,7 +198,7 @@ class Graph:
         return True
 
     def __str__(self) -> str:
-        from tf2ir.ir.text import graph_to_text
+        from tf2ir.ir.printer import graph_to_text
         return graph_to_text(self)
 
 
@@ -212,17 +208,13 @@ def clone_graph(graph: Graph, mapped: Optional[Dict[int, Value]] = None) -> Grap
     mapped = {} if mapped is None else mapped
     copy = Graph(graph.name)
 
-    def desc(value: Value) -> TensorDesc:
-        d = value.desc
-        return TensorDesc(d.dtype, d.shape, d.format, d.origin_format)
-
     for value in graph.inputs:
-        mapped[id(value)] = copy.add_input(value.name, desc(value))
+        mapped[id(value)] = copy.add_input(value.name, value.desc.copy())
     for node in graph.nodes:
         inputs = [None if v is None else mapped.get(id(v), v) for v in node.inputs]
         new = copy.add_node(node.op_type, inputs, dict(node.attrs), node.name,
                             output_names=[v.name for v in node.outputs],
-                            output_descs=[desc(v) for v in node.outputs])
+                            output_descs=[v.desc.copy() for v in node.outputs])
         for old, value in zip(node.outputs, new.outputs):
             mapped[id(old)] = value
         new.subgraphs = {key: clone_graph(sub, mapped) for key, sub in node.subgraphs.items()}

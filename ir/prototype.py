@@ -1,8 +1,10 @@
 """Op prototypes: the Python analogue of REG_OP(...).INPUT(...).OUTPUT(...).ATTR(...).
 
 A prototype declares an IR op's ports (required, optional, dynamic), typed attributes
-with defaults, an inference function (output dtypes and shapes) and an ONNX lowering.
-`opp/` declares which ops exist; this module only knows how a prototype works.
+with defaults, an inference function (output dtypes and shapes), a fold function and an
+ONNX lowering. `opp/` declares which ops exist; this module only knows how a prototype
+works. Prototypes reach the registry through the plugin manager (every plugin's
+`tf2ir_op_prototypes` hook, the built-in op families' included), never by import.
 """
 
 from __future__ import annotations
@@ -122,7 +124,9 @@ class OpPrototype:
     lower_fn: Optional[LowerFn] = None
     fold_fn: Optional[FoldFn] = None
     doc: str = ""
-    module: str = ""
+    priority: int = 0       # higher wins when two plugins declare one op type
+    plugin: str = ""        # set by the plugin manager: the declaring plugin's name
+    source: str = ""        # set by the plugin manager: its module file or package
 
     # -- declaration (REG_OP style) ----------------------------------------------
     def input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
@@ -239,41 +243,78 @@ class OpPrototype:
                 return None
         return total
 
-
-_PROTOTYPES: Dict[str, OpPrototype] = {}
+    def with_priority(self, priority: int) -> "OpPrototype":
+        """Higher wins when two plugins declare this op type (the override is reported)."""
+        self.priority = int(priority)
+        return self
 
 
 def op_prototype(op_type: str, doc: str = "") -> OpPrototype:
-    """Declare (register) the prototype of IR op `op_type`; declaring one twice is an error."""
-    import inspect
-    frame = inspect.currentframe().f_back
-    module = frame.f_globals.get("__name__", "") if frame else ""
-    if op_type in _PROTOTYPES and _PROTOTYPES[op_type].module != module:
-        raise ValueError(f"op prototype {op_type} is declared twice "
-                         f"({_PROTOTYPES[op_type].module} and {module})")
-    # The same module declaring again (a plugin file loaded anew) replaces its prototype.
-    proto = OpPrototype(op_type, doc=doc, module=module)
-    _PROTOTYPES[op_type] = proto
-    return proto
+    """Start the prototype of IR op `op_type`; a plugin returns it from its
+    `tf2ir_op_prototypes` hook (an `OpSet` collects a module's prototypes)."""
+    return OpPrototype(op_type, doc=doc)
 
 
-def _ensure_loaded() -> None:
-    import tf2ir.opp  # noqa: F401  (declares the built-in prototypes)
+class OpSet:
+    """The op prototypes one module declares (an op package, CANN's sense): `ops.declare`
+    starts each one; the module's plugin returns `list(ops)` from `tf2ir_op_prototypes`."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._prototypes: Dict[str, OpPrototype] = {}
+
+    def declare(self, op_type: str, doc: str = "") -> OpPrototype:
+        if op_type in self._prototypes:
+            raise ValueError(f"op prototype {op_type} is declared twice in {self.name}")
+        proto = self._prototypes[op_type] = op_prototype(op_type, doc)
+        return proto
+
+    def __getitem__(self, op_type: str) -> OpPrototype:
+        return self._prototypes[op_type]
+
+    def __iter__(self):
+        return iter(self._prototypes.values())
+
+    def __len__(self) -> int:
+        return len(self._prototypes)
+
+
+class PrototypeRegistry:
+    """The op prototypes in force. The plugin manager installs the winners of its plugins'
+    declarations; everything in `ir/` (inference, verification, lowering) reads it."""
+
+    def __init__(self) -> None:
+        self._prototypes: Dict[str, OpPrototype] = {}
+
+    def install(self, prototypes: Sequence[OpPrototype]) -> None:
+        """Make `prototypes` (one per op type) the ones in force."""
+        self._prototypes = {p.op_type: p for p in prototypes}
+
+    def get(self, op_type: str) -> OpPrototype:
+        try:
+            return self._prototypes[op_type]
+        except KeyError:
+            hint = "" if self._prototypes else (
+                " (no prototypes are registered: create a tf2ir.plugins.PluginManager first)")
+            raise KeyError(f"no op prototype for IR op type {op_type!r}{hint}") from None
+
+    def has(self, op_type: str) -> bool:
+        return op_type in self._prototypes
+
+    def all(self) -> Dict[str, OpPrototype]:
+        return dict(self._prototypes)
+
+
+REGISTRY = PrototypeRegistry()
 
 
 def get_prototype(op_type: str) -> OpPrototype:
-    _ensure_loaded()
-    try:
-        return _PROTOTYPES[op_type]
-    except KeyError:
-        raise KeyError(f"no op prototype for IR op type {op_type!r}") from None
+    return REGISTRY.get(op_type)
 
 
 def has_prototype(op_type: str) -> bool:
-    _ensure_loaded()
-    return op_type in _PROTOTYPES
+    return REGISTRY.has(op_type)
 
 
 def registered_prototypes() -> Dict[str, OpPrototype]:
-    _ensure_loaded()
-    return dict(_PROTOTYPES)
+    return REGISTRY.all()

@@ -60,6 +60,10 @@ class TensorDesc:
     format: str = "ND"
     origin_format: str = "ND"
 
+    def copy(self) -> "TensorDesc":
+        """An independent description with the same dtype, shape and formats."""
+        return TensorDesc(self.dtype, self.shape, self.format, self.origin_format)
+
     @property
     def rank(self) -> Optional[int]:
         return None if self.shape is None else len(self.shape)

@@ -22,96 +22,9 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node, Value
-from tf2ir.ir.prototype import check_attr_value, get_prototype, has_prototype, infer_attr_type
+from tf2ir.ir.printer import BARE_NAME, MAGIC, _WeightsWriter, graph_to_text
+from tf2ir.ir.prototype import check_attr_value
 from tf2ir.ir.tensor import FORMATS, TensorDesc, numpy_dtype
-
-MAGIC = "tf2ir-ir 1"
-ALIGN = 64
-_BARE = re.compile(r"[A-Za-z0-9_./\-]+")
-
-
-def _name(text: str) -> str:
-    return text if _BARE.fullmatch(text) else json.dumps(text)
-
-
-def _desc_text(desc: TensorDesc) -> str:
-    return str(desc)   # TensorDesc's own text form is the saved one
-
-
-class _WeightsWriter:
-    """Collects tensors in order; `write` puts them into one aligned binary file."""
-
-    def __init__(self):
-        self.chunks: List[np.ndarray] = []
-        self.size = 0
-
-    def add(self, array: np.ndarray) -> Dict[str, Any]:
-        if array.dtype == np.object_:
-            values = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in array.ravel()]
-            return {"dtype": "string", "shape": list(array.shape), "values": values}
-        from tf2ir.ir.tensor import dtype_of_numpy
-        offset = -(-self.size // ALIGN) * ALIGN
-        self.chunks.append((offset, array))
-        self.size = offset + array.nbytes
-        return {"dtype": dtype_of_numpy(array.dtype), "shape": list(array.shape),
-                "offset": offset, "nbytes": int(array.nbytes)}
-
-    def write(self, path: str) -> None:
-        with open(path, "wb") as f:
-            pos = 0
-            for offset, array in self.chunks:
-                f.write(b"\0" * (offset - pos))
-                f.write(np.ascontiguousarray(array).data)
-                pos = offset + array.nbytes
-
-
-def _attr_text(node: Node, name: str, value: Any, weights: _WeightsWriter) -> str:
-    spec = get_prototype(node.op_type).attrs.get(name) if has_prototype(node.op_type) else None
-    kind = spec.type if spec is not None else infer_attr_type(value)
-    if value is not None and kind != "tensor":
-        try:  # write the plain Python value that loading gives back (1 → 1.0 for floats)
-            value = check_attr_value(kind, value)
-        except TypeError:
-            pass
-    if value is None:
-        payload = "null"
-    elif kind == "tensor":
-        payload = json.dumps(weights.add(np.asarray(value)))
-    elif kind in ("shape", "shapes"):
-        payload = json.dumps(value if kind == "shape" else [None if s is None else list(s) for s in value])
-    else:
-        payload = json.dumps(list(value) if isinstance(value, tuple) else value)
-    return f"{_name(name)}: {kind} {payload}"
-
-
-def _graph_lines(graph: Graph, indent: str, weights: _WeightsWriter, head: str) -> List[str]:
-    lines = [f"{indent}{head}graph {json.dumps(graph.name)} {{"]
-    inner = indent + "  "
-    for value in graph.inputs:
-        lines.append(f"{inner}input %{_name(value.name)}: {_desc_text(value.desc)}")
-    for node in graph.nodes:
-        proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
-        ports = proto.input_names(len(node.inputs), node.attrs) if proto else []
-        if len(ports) != len(node.inputs):
-            ports = [f"in{i}" for i in range(len(node.inputs))]
-        args = ", ".join(f"{p}={'_' if v is None else '%' + _name(v.name)}"
-                         for p, v in zip(ports, node.inputs))
-        attrs = ", ".join(_attr_text(node, k, v, weights) for k, v in node.attrs.items())
-        outs = ", ".join(f"%{_name(v.name)}: {_desc_text(v.desc)}" for v in node.outputs)
-        lines.append(f"{inner}node {json.dumps(node.name)} {node.op_type}({args}) {{{attrs}}} -> {outs}")
-        for key, sub in node.subgraphs.items():
-            lines.extend(_graph_lines(sub, inner + "  ", weights, f"subgraph {json.dumps(key)} "))
-    for value in graph.outputs:
-        lines.append(f"{inner}output %{_name(value.name)}")
-    lines.append(f"{indent}}}")
-    return lines
-
-
-def graph_to_text(graph: Graph, weights: Optional[_WeightsWriter] = None) -> str:
-    """The text form of `graph` (tensor data only referenced, never printed)."""
-    weights = weights or _WeightsWriter()
-    return "\n".join([MAGIC] + _graph_lines(graph, "", weights, "")) + "\n"
-
 
 def weights_path(ir_path: str) -> str:
     return ir_path + ".weights"
@@ -169,7 +82,7 @@ class _Cursor:
         self.ws()
         if self.peek('"'):
             return self.json()
-        match = _BARE.match(self.text, self.pos)
+        match = BARE_NAME.match(self.text, self.pos)
         if not match:
             raise self.error("expected a name")
         self.pos = match.end()

@@ -1,13 +1,13 @@
-"""Verification of a graph against op prototypes, and shape/dtype inference.
+"""Verification of a graph against its op prototypes: checks only, nothing is changed.
 
-Each node is checked for its input and output counts (dynamic and optional ports
-included), its attributes (names, types, defaults filled in) and its input dtypes; then
-its prototype's inference sets the output dtypes and shapes. A violation names the node.
+`check_graph` is what `--check-passes` runs after every pass and what a saved IR is held
+to: nodes in topological order, each node's port counts, input dtypes and attributes as its
+prototype declares them, subgraphs too. A violation is a ConversionError naming the node.
+Completing a graph (defaults, inferred shapes) is `tf2ir.ir.infer`.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Optional
 
 from tf2ir.ir.errors import ConversionError
@@ -15,7 +15,14 @@ from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.prototype import check_attr_value, get_prototype, has_prototype
 
 
-def verify_node(node: Node, infer: bool = True) -> None:
+def _port_list(specs) -> str:
+    marks = {"optional": "?", "dynamic": "*"}
+    return ", ".join(p.name + marks.get(p.kind, "") for p in specs) or "none"
+
+
+def check_ports(node: Node) -> None:
+    """The node's op has a prototype, and its inputs and outputs fit it (counts, required
+    inputs present, input dtypes allowed)."""
     def fail(message: str) -> ConversionError:
         return ConversionError(message, node=node.name, op_type=node.op_type)
 
@@ -23,10 +30,10 @@ def verify_node(node: Node, infer: bool = True) -> None:
         raise fail(f"IR op type {node.op_type} has no op prototype")
     proto = get_prototype(node.op_type)
     if not proto.accepts_input_count(len(node.inputs), node.attrs):
-        raise fail(f"has {len(node.inputs)} inputs; prototype expects "
-                   f"{', '.join(p.name + ('?' if p.kind == 'optional' else '*' if p.kind == 'dynamic' else '') for p in proto.inputs) or 'none'}")
+        raise fail(f"has {len(node.inputs)} inputs; prototype expects {_port_list(proto.inputs)}")
     if not proto.accepts_output_count(len(node.outputs), node.attrs):
-        raise fail(f"has {len(node.outputs)} outputs; prototype expects {len(proto.outputs)}")
+        raise fail(f"has {len(node.outputs)} outputs; prototype expects "
+                   f"{_port_list(proto.outputs)}")
     for spec, value in zip(proto.input_spec(len(node.inputs), node.attrs), node.inputs):
         if value is None:
             if spec.kind != "optional":
@@ -35,46 +42,38 @@ def verify_node(node: Node, infer: bool = True) -> None:
         if spec.dtypes and value.desc.dtype not in spec.dtypes:
             raise fail(f"input '{spec.name}' has dtype {value.desc.dtype}; "
                        f"allowed: {', '.join(spec.dtypes)}")
+
+
+def check_node(node: Node) -> None:
+    """`check_ports`, and every declared attribute present (or defaulted) with a value of
+    its declared type; subgraphs are checked too."""
+    check_ports(node)
+    proto = get_prototype(node.op_type)
     for name, spec in proto.attrs.items():
         if name not in node.attrs:
             if spec.required:
-                raise fail(f"required attribute '{name}' ({spec.type}) is missing")
-            node.attrs[name] = copy.deepcopy(spec.default)  # never share the prototype's list
+                raise ConversionError(f"required attribute '{name}' ({spec.type}) is missing",
+                                      node=node.name, op_type=node.op_type)
             continue
         if node.attrs[name] is None and spec.default is None:
             continue
         try:
-            node.attrs[name] = check_attr_value(spec.type, node.attrs[name])
+            check_attr_value(spec.type, node.attrs[name])
         except TypeError as exc:
-            raise fail(f"attribute '{name}': {exc}") from None
-    if infer and proto.infer_fn is not None:
-        try:
-            descs = proto.infer_fn(node)
-        except ConversionError as exc:
-            raise exc.located(node=node.name, op_type=node.op_type)
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise fail(f"shape inference failed: {exc}") from None
-        if len(descs) != len(node.outputs):
-            raise fail(f"inference gave {len(descs)} outputs for {len(node.outputs)}")
-        for value, desc in zip(node.outputs, descs):
-            value.desc.dtype = desc.dtype
-            value.desc.shape = desc.shape
-            if desc.format != "ND":
-                value.desc.format, value.desc.origin_format = desc.format, desc.origin_format
+            raise ConversionError(f"attribute '{name}': {exc}", node=node.name,
+                                  op_type=node.op_type) from None
     for sub in node.subgraphs.values():
-        verify_graph(sub, infer=infer)
+        check_graph(sub)
 
 
-def verify_graph(graph: Graph, infer: bool = True, model: Optional[str] = None) -> Graph:
-    """Check every node against its prototype in topological order; infer output descs."""
-    if not graph.is_topologically_sorted():
-        graph.toposort()
+def check_graph(graph: Graph, model: Optional[str] = None) -> None:
+    """Check every node of `graph` (see the module docstring); raise on the first violation."""
     try:
+        if not graph.is_topologically_sorted():
+            raise ConversionError(f"graph {graph.name!r} is not in topological order")
         for node in graph.nodes:
-            verify_node(node, infer)
-        for value in graph.outputs:
-            if value is None:
-                raise ConversionError(f"graph {graph.name!r} has a missing output")
+            check_node(node)
+        if any(value is None for value in graph.outputs):
+            raise ConversionError(f"graph {graph.name!r} has a missing output")
     except ConversionError as exc:
         raise exc.located(model=model)
-    return graph

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy
 from tf2ir.opp.common import (
     INT64_MAX, INT64_MIN, cast_from_int64, const_ints, int64_input, normalize_axis, same_as_input,
 )
 
-const = op_prototype("Const", "A constant tensor (its data lives in the weights file).") \
+OPS = OpSet("tf2ir.opp.array")
+
+const = OPS.declare("Const", "A constant tensor (its data lives in the weights file).") \
     .output("y").attr("value", "tensor")
 
 
@@ -24,17 +26,17 @@ def _infer_const(node):
 
 const.lower(lambda ctx, node: ctx.initializer(ctx.output(0), node.attrs["value"]))
 
-identity = op_prototype("Identity", "Returns its input.").input("x").output("y")
+identity = OPS.declare("Identity", "Returns its input.").input("x").output("y")
 identity.infer(same_as_input)
 identity.lower(lambda ctx, node: ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)]))
 
-cast = op_prototype("Cast", "Converts to `dst_type`.").input("x").output("y").attr("dst_type", "dtype")
+cast = OPS.declare("Cast", "Converts to `dst_type`.").input("x").output("y").attr("dst_type", "dtype")
 cast.infer(lambda node: [TensorDesc(node.attrs["dst_type"], node.inputs[0].desc.shape)])
 cast.lower(lambda ctx, node: ctx.emit("Cast", [ctx.input(0)], [ctx.output(0)],
                                       to=ONNX_DTYPES[node.attrs["dst_type"]]))
 
 # -- shapes ---------------------------------------------------------------------------------
-reshape = op_prototype("Reshape", "Gives x the shape `shape` (one -1 dim is inferred).") \
+reshape = OPS.declare("Reshape", "Gives x the shape `shape` (one -1 dim is inferred).") \
     .input("x").input("shape", INDEX_TYPES).output("y")
 
 
@@ -64,7 +66,7 @@ def _lower_reshape(ctx, node):
     ctx.emit("Reshape", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)], allowzero=allow_zero)
 
 
-squeeze = op_prototype("Squeeze", "Removes size-1 dims (all of them when `axis` is empty).") \
+squeeze = OPS.declare("Squeeze", "Removes size-1 dims (all of them when `axis` is empty).") \
     .input("x").output("y").attr("axis", "ints", [])
 
 
@@ -93,7 +95,7 @@ def _lower_squeeze(ctx, node):
     ctx.emit("Squeeze", [ctx.input(0), ctx.constant(np.array(axes, np.int64))], [ctx.output(0)])
 
 
-expand_dims = op_prototype("ExpandDims", "Inserts a size-1 dim at `axis`.") \
+expand_dims = OPS.declare("ExpandDims", "Inserts a size-1 dim at `axis`.") \
     .input("x").input("axis", INDEX_TYPES).output("y")
 
 
@@ -115,7 +117,7 @@ def _lower_expand_dims(ctx, node):
     ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
 
 
-shape_op = op_prototype("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
+shape_op = OPS.declare("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
     .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
 shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
 
@@ -126,7 +128,7 @@ def _lower_shape(ctx, node):
     cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
 
 
-transpose = op_prototype("Transpose", "Permutes dims by `perm`.") \
+transpose = OPS.declare("Transpose", "Permutes dims by `perm`.") \
     .input("x").input("perm", INDEX_TYPES).output("y")
 
 
@@ -148,7 +150,7 @@ def _lower_transpose(ctx, node):
 
 
 # -- padding --------------------------------------------------------------------------------
-pad = op_prototype("Pad", "Pads with a constant (0 unless `constant_values` is given).") \
+pad = OPS.declare("Pad", "Pads with a constant (0 unless `constant_values` is given).") \
     .input("x").input("paddings", INDEX_TYPES).optional_input("constant_values").output("y") \
     .attr("mode", "str", "CONSTANT")
 
@@ -210,7 +212,7 @@ def _lower_symmetric_pad(ctx, pads):
 
 
 # -- packing --------------------------------------------------------------------------------
-pack = op_prototype("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
+pack = OPS.declare("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
     .dynamic_input("x", count_attr="N").output("y").attr("N", "int").attr("axis", "int", 0)
 
 
@@ -231,7 +233,7 @@ def _lower_pack(ctx, node):
     ctx.emit("Concat", parts, [ctx.output(0)], axis=a)
 
 
-concat = op_prototype("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
+concat = OPS.declare("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
     .dynamic_input("x", count_attr="N").input("concat_dim", INDEX_TYPES).output("y").attr("N", "int")
 
 
@@ -258,7 +260,7 @@ def _lower_concat(ctx, node):
     ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
 
 
-unpack = op_prototype("Unpack", "Unstacks x along `axis` into y0..yN-1 (N = num).") \
+unpack = OPS.declare("Unpack", "Unstacks x along `axis` into y0..yN-1 (N = num).") \
     .input("x").dynamic_output("y", count_attr="num").attr("num", "int").attr("axis", "int", 0)
 
 
@@ -330,13 +332,13 @@ def _lower_split(ctx, node, x_index, axis_index, sizes):
     ctx.emit("Split", [ctx.input(x_index), ctx.constant(np.array(parts, np.int64))], outputs, axis=a)
 
 
-split = op_prototype("Split", "Splits x into num_split equal parts y0..yN-1 along split_dim.") \
+split = OPS.declare("Split", "Splits x into num_split equal parts y0..yN-1 along split_dim.") \
     .input("split_dim", INDEX_TYPES).input("x").dynamic_output("y", count_attr="num_split") \
     .attr("num_split", "int")
 split.infer(lambda node: _infer_split(node, 1, (const_ints(node, 0) or [None])[0], None))
 split.lower(lambda ctx, node: _lower_split(ctx, node, 1, 0, None))
 
-split_v = op_prototype("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
+split_v = OPS.declare("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
     .input("x").input("size_splits", INDEX_TYPES).input("split_dim", INDEX_TYPES) \
     .dynamic_output("y", count_attr="num_split").attr("num_split", "int")
 split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1)))
@@ -350,7 +352,7 @@ def _lower_split_v(ctx, node):
     _lower_split(ctx, node, 0, 2, sizes)
 
 
-identity_n = op_prototype("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
+identity_n = OPS.declare("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
     .dynamic_input("x", count_attr="N").dynamic_output("y", count_attr="N").attr("N", "int")
 identity_n.infer(lambda node: [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
                                for v in node.inputs])
@@ -363,7 +365,7 @@ def _lower_identity_n(ctx, node):
 
 
 # -- strided slice --------------------------------------------------------------------------
-strided_slice = op_prototype("StridedSlice", "TF strided slicing with its five bit masks.") \
+strided_slice = OPS.declare("StridedSlice", "TF strided slicing with its five bit masks.") \
     .input("x").input("begin", INDEX_TYPES).input("end", INDEX_TYPES).input("strides", INDEX_TYPES) \
     .output("y").attr("begin_mask", "int", 0).attr("end_mask", "int", 0) \
     .attr("ellipsis_mask", "int", 0).attr("new_axis_mask", "int", 0).attr("shrink_axis_mask", "int", 0)
@@ -504,7 +506,7 @@ shape_op.fold(lambda node, values: [np.array(values[0].shape, DTYPES[node.attrs[
 
 
 # -- gather ---------------------------------------------------------------------------------
-gather_v2 = op_prototype("GatherV2", "Slices of x at `indices` along the dim given by input `axis`.") \
+gather_v2 = OPS.declare("GatherV2", "Slices of x at `indices` along the dim given by input `axis`.") \
     .input("x").input("indices", INDEX_TYPES).input("axis", INDEX_TYPES).output("y") \
     .attr("batch_dims", "int", 0)
 

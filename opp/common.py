@@ -37,7 +37,7 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 
 def same_as_input(node, index: int = 0) -> List[TensorDesc]:
     desc = node.inputs[index].desc
-    return [TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format)]
+    return [desc.copy()]
 
 
 def normalize_axis(axis: int, rank: int) -> int:
@@ -64,7 +64,7 @@ def int64_input(ctx, index: int) -> str:
 
 def cast_from_int64(ctx, name: str, dtype: str, output: Optional[str] = None) -> str:
     """Cast an int64 ONNX tensor to `dtype` (writing `output` when given)."""
-    from tf2ir.ir.onnx_writer import ONNX_DTYPES
+    from tf2ir.ir.onnx.writer import ONNX_DTYPES
     if dtype == "int64":
         if output:
             ctx.emit("Identity", [name], [output])

@@ -7,27 +7,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+
+OPS = OpSet("tf2ir.opp.control")
 
 SUBGRAPH_KEY = "f"
 
 partitioned_call = (
-    op_prototype("PartitionedCall", "Runs subgraph `f`: Data node `index` i reads input i; "
+    OPS.declare("PartitionedCall", "Runs subgraph `f`: Data node `index` i reads input i; "
                                     "the subgraph's outputs are the call's outputs.")
     .dynamic_input("args").dynamic_output("output")
     .attr("original_type", "str", doc="the origin op type this call stands for"))
 
-data = (op_prototype("Data", "Input `index` of the PartitionedCall that owns this subgraph.")
+data = (OPS.declare("Data", "Input `index` of the PartitionedCall that owns this subgraph.")
         .output("y").attr("index", "int"))
 
 
 def _copy(desc: TensorDesc) -> TensorDesc:
-    return TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format)
+    return desc.copy()
 
 
 @partitioned_call.infer
 def _infer_partitioned_call(node):
-    from tf2ir.ir.verify import verify_graph
+    from tf2ir.ir.infer import infer_graph
     body = node.subgraphs.get(SUBGRAPH_KEY)
     if body is None:
         raise ConversionError(f"PartitionedCall has no subgraph {SUBGRAPH_KEY!r}")
@@ -38,7 +40,7 @@ def _infer_partitioned_call(node):
                 raise ConversionError(f"Data node '{inner.name}' has index {index!r}; "
                                       f"the call has {len(node.inputs)} inputs")
             inner.outputs[0].desc = _copy(node.inputs[index].desc)
-    verify_graph(body)
+    infer_graph(body)
     return [_copy(value.desc) for value in body.outputs]
 
 
@@ -60,12 +62,12 @@ WHILE_GRAPHS = ("cond", "body")
 _BOOL = 9    # onnx.TensorProto.BOOL
 _INT64 = 7   # onnx.TensorProto.INT64
 
-if_op = (op_prototype("If", "Runs subgraph `then_branch` or `else_branch` (each with one input "
+if_op = (OPS.declare("If", "Runs subgraph `then_branch` or `else_branch` (each with one input "
                             "per `input`) as `cond` is true: a scalar when non-zero, any other "
                             "tensor when non-empty (TF's rule).")
          .input("cond").dynamic_input("input").dynamic_output("output"))
 
-while_op = (op_prototype("While", "While subgraph `cond` (the loop variables in, one tensor out, "
+while_op = (OPS.declare("While", "While subgraph `cond` (the loop variables in, one tensor out, "
                                   "true as for If) holds, the variables become subgraph `body`'s "
                                   "outputs; the outputs are their final values.")
             .dynamic_input("input").dynamic_output("output"))
@@ -91,7 +93,7 @@ def _subgraph(node, key: str):
 
 def _verify_subgraph(node, key: str, descs) -> list:
     """Give subgraph `key` of `node` these input descs, verify it; its output descs."""
-    from tf2ir.ir.verify import verify_graph
+    from tf2ir.ir.infer import infer_graph
     sub = _subgraph(node, key)
     if len(sub.inputs) != len(descs):
         raise ConversionError(f"subgraph {key!r} takes {len(sub.inputs)} inputs, the node "
@@ -102,7 +104,7 @@ def _verify_subgraph(node, key: str, descs) -> list:
                                   f"{value.desc.dtype}, the node gives {desc.dtype}")
         value.desc = _copy(desc)
     try:
-        verify_graph(sub)
+        infer_graph(sub)
     except ConversionError as exc:   # name the inner place in the message: the node is ours
         raise ConversionError(f"in subgraph {key!r}: {exc}") from None
     return [value.desc for value in sub.outputs]
@@ -187,7 +189,7 @@ def _lower_while(ctx, node):
     """ONNX Loop without a trip count: cond runs on the initial variables before the loop
     and on the body's outputs at the end of each iteration (a copy of the cond subgraph
     each time, as ONNX names are model-wide)."""
-    from tf2ir.ir.compile import subgraph_value_info
+    from tf2ir.ir.onnx.compile import subgraph_value_info
     from tf2ir.ir.graph import clone_graph
     cond, body = _subgraph(node, "cond"), _subgraph(node, "body")
     args = [ctx.input(i) for i in range(len(node.inputs))]

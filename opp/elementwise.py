@@ -12,10 +12,12 @@ from typing import Callable, List, Sequence
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES, tensor_proto
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import broadcast_shapes, same_as_input
+
+OPS = OpSet("tf2ir.opp.elementwise")
 
 ALL_TYPES = NUMBER_TYPES + ("bool",)
 PI = float(np.pi)
@@ -112,7 +114,7 @@ def fold_with(fn):
 
 def _unary(op_type: str, doc: str, body: Body, kernels: Sequence[str], dtypes=FLOAT_TYPES,
            predicate: bool = False, fold=None):
-    proto = op_prototype(op_type, doc).input("x", dtypes).output("y")
+    proto = OPS.declare(op_type, doc).input("x", dtypes).output("y")
     proto.infer(infer_predicate if predicate else same_as_input)
     proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], dtype), kernels, (0,),
                          keeps_dtype=not predicate))
@@ -123,7 +125,7 @@ def _unary(op_type: str, doc: str, body: Body, kernels: Sequence[str], dtypes=FL
 
 def _binary(op_type: str, doc: str, body: Body, kernels: Sequence[str], dtypes=NUMBER_TYPES,
             predicate: bool = False, fold=None):
-    proto = op_prototype(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
+    proto = OPS.declare(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
     proto.infer(lambda node: infer_broadcast(node, dtype="bool" if predicate else None))
     proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], xs[1], dtype), kernels,
                          keeps_dtype=not predicate))
@@ -391,7 +393,7 @@ for _op_type, (_onnx_op, _symbol, _np_fn) in _COMPARISONS.items():
 
 
 def _equality(op_type: str, negate: bool):
-    proto = (op_prototype(op_type, f"x1 {'!=' if negate else '=='} x2, broadcast, as bool; with "
+    proto = (OPS.declare(op_type, f"x1 {'!=' if negate else '=='} x2, broadcast, as bool; with "
                                    "incompatible_shape_error false, shapes that do not broadcast give "
                                    f"a scalar {negate}")
              .input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y", ("bool",))
@@ -430,7 +432,7 @@ def _equality(op_type: str, negate: bool):
 _equality("Equal", negate=False)
 _equality("NotEqual", negate=True)
 
-approximate_equal = (op_prototype("ApproximateEqual", "|x1 - x2| < tolerance, as bool")
+approximate_equal = (OPS.declare("ApproximateEqual", "|x1 - x2| < tolerance, as bool")
                      .input("x1", FLOAT_TYPES).input("x2", FLOAT_TYPES).output("y", ("bool",))
                      .attr("tolerance", "float", 1e-5))
 
@@ -513,7 +515,7 @@ def _merge_shapes(a, b, what: str):
     return tuple(p if p is not None else q for p, q in zip(a, b))
 
 
-select = (op_prototype("Select", "TF Select (v1): condition is a scalar, x1's shape, or a vector "
+select = (OPS.declare("Select", "TF Select (v1): condition is a scalar, x1's shape, or a vector "
                                  "choosing whole rows of x1 and x2 (which have one shape)")
           .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
 
@@ -559,7 +561,7 @@ def _fold_select(node, values):
 select.lower(lowering(_select_body, WHERE_TYPES, (1, 2)))
 select.fold(_fold_select)
 
-select_v2 = (op_prototype("SelectV2", "condition ? x1 : x2, all three broadcast (TF SelectV2, "
+select_v2 = (OPS.declare("SelectV2", "condition ? x1 : x2, all three broadcast (TF SelectV2, "
                                      "tf.where)")
              .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
 
@@ -575,7 +577,7 @@ select_v2.lower(lowering(lambda o, xs, dtype: o.Where(xs[0], xs[1], xs[2], out=o
                          WHERE_TYPES, (1, 2)))
 select_v2.fold(fold_with(np.where))
 
-clip_by_value = (op_prototype("ClipByValue", "x clipped to [low, high] as TF computes it, "
+clip_by_value = (OPS.declare("ClipByValue", "x clipped to [low, high] as TF computes it, "
                                              "max(min(x, high), low); low and high broadcast")
                  .input("x", NUMBER_TYPES).input("low", NUMBER_TYPES).input("high", NUMBER_TYPES)
                  .output("y"))
@@ -587,7 +589,7 @@ clip_by_value.fold(fold_with(lambda x, low, high: np.maximum(np.minimum(x, high)
 
 # -- zeros and ones like --------------------------------------------------------------------
 def _fill_like(op_type: str, value: int):
-    proto = op_prototype(op_type, f"a tensor of {value}s with x's shape and dtype") \
+    proto = OPS.declare(op_type, f"a tensor of {value}s with x's shape and dtype") \
         .input("x", ALL_TYPES).output("y")
     proto.infer(same_as_input)
 

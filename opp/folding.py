@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.prototype import get_prototype
 from tf2ir.ir.tensor import numpy_dtype
 
 
@@ -47,5 +46,11 @@ FOLDS = {
     "ReduceMin": _reduction(np.min),
 }
 
-for _op_type, _fn in FOLDS.items():
-    get_prototype(_op_type).fold(_fn)
+def _attach_folds() -> None:
+    from tf2ir.opp import array, math, reduce, shape
+    declared = {p.op_type: p for ops in (array.OPS, math.OPS, reduce.OPS, shape.OPS) for p in ops}
+    for op_type, fn in FOLDS.items():
+        declared[op_type].fold(fn)
+
+
+_attach_folds()

@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, op_prototype
+from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
 from tf2ir.opp.common import normalize_axis, same_as_input
 
-layer_norm = (op_prototype("LayerNorm", "Normalizes over the axes from begin_norm_axis to the "
+OPS = OpSet("tf2ir.opp.fusion")
+
+layer_norm = (OPS.declare("LayerNorm", "Normalizes over the axes from begin_norm_axis to the "
                                         "last: (x - mean) / sqrt(var + epsilon) * gamma + beta.")
               .input("x", FLOAT_TYPES).optional_input("gamma", FLOAT_TYPES)
               .optional_input("beta", FLOAT_TYPES).output("y")
@@ -38,7 +40,7 @@ def _lower_layer_norm(ctx, node):
              epsilon=node.attrs["epsilon"])
 
 
-gelu = (op_prototype("Gelu", "x * Phi(x), Phi the normal CDF; approximate 'tanh' uses "
+gelu = (OPS.declare("Gelu", "x * Phi(x), Phi the normal CDF; approximate 'tanh' uses "
                              "0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).")
         .input("x", FLOAT_TYPES).output("y").attr("approximate", "str", "none"))
 
@@ -68,7 +70,7 @@ def _lower_gelu(ctx, node):
     ctx.emit("Mul", [half_x, ctx.emit("Add", [core, const(1.0)])[0]], [ctx.output(0)])
 
 
-swish = (op_prototype("Swish", "x * sigmoid(beta * x) (SiLU for beta 1).")
+swish = (OPS.declare("Swish", "x * sigmoid(beta * x) (SiLU for beta 1).")
          .input("x", FLOAT_TYPES).output("y").attr("beta", "float", 1.0))
 swish.infer(same_as_input)
 
@@ -81,7 +83,7 @@ def _lower_swish(ctx, node):
     ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])[0]], [ctx.output(0)])
 
 
-hard_sigmoid = (op_prototype("HardSigmoid", "max(0, min(1, alpha * x + beta)).")
+hard_sigmoid = (OPS.declare("HardSigmoid", "max(0, min(1, alpha * x + beta)).")
                 .input("x", FLOAT_TYPES).output("y")
                 .attr("alpha", "float", 0.2).attr("beta", "float", 0.5))
 hard_sigmoid.infer(same_as_input)

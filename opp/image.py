@@ -6,11 +6,13 @@ from typing import List, Optional
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES
 from tf2ir.opp.common import const_ints, same_as_input, spatial_attrs
 from tf2ir.opp.nn import _infer_conv, _lower_conv, compute_input, emit_spatial, onnx_filter, same_pads
+
+OPS = OpSet("tf2ir.opp.image")
 
 FLOAT32 = ONNX_DTYPES["float32"]
 
@@ -33,7 +35,7 @@ def partial_ints(value, count: int) -> List[Optional[int]]:
 
 
 # -- 3-D convolution ------------------------------------------------------------------------------
-conv3d = (op_prototype("Conv3D", "3-D convolution; filter DHWCN (TF layout), data NDHWC or NCDHW.")
+conv3d = (OPS.declare("Conv3D", "3-D convolution; filter DHWCN (TF layout), data NDHWC or NCDHW.")
           .input("x", FLOAT_TYPES).input("filter", FLOAT_TYPES).optional_input("bias", FLOAT_TYPES)
           .output("y").attr("strides", "ints").attr("padding", "str")
           .attr("explicit_paddings", "ints", []).attr("dilations", "ints", [1, 1, 1, 1, 1])
@@ -43,7 +45,7 @@ conv3d.lower(lambda ctx, node: _lower_conv(ctx, node))
 
 
 # -- transposed convolution (the gradient of a convolution with respect to its input) ------------
-conv_transpose = (op_prototype(
+conv_transpose = (OPS.declare(
     "ConvBackpropInput", "Transposed 2-D/3-D convolution: the gradient of Conv2D/Conv3D with respect "
     "to its input of shape `input_sizes`; filter (spatial..., in, out) in TF layout.")
     .input("input_sizes", INDEX_TYPES).input("filter", FLOAT_TYPES).input("x", FLOAT_TYPES)
@@ -121,7 +123,7 @@ def _lower_conv_transpose(ctx, node):
 
 # -- batch normalization ----------------------------------------------------------------------------
 def _batch_norm(op_type: str, outputs: int):
-    proto = (op_prototype(op_type, "Batch normalization with the channel's scale, offset, mean and "
+    proto = (OPS.declare(op_type, "Batch normalization with the channel's scale, offset, mean and "
                                    "variance; is_training computes batch statistics instead.")
              .input("x", FLOAT_TYPES).input("scale", FLOAT_TYPES).input("offset", FLOAT_TYPES)
              .input("mean", FLOAT_TYPES).input("variance", FLOAT_TYPES).output("y")
@@ -147,7 +149,7 @@ def _infer_batch_norm(node):
     if channels is None:
         channels = (node.inputs[1].desc.shape or (None,))[0]
     stat = TensorDesc(param, (channels,))
-    descs = [TensorDesc(x.dtype, x.shape, x.format, x.origin_format)] + [stat] * 4
+    descs = [x.copy()] + [stat] * 4
     if len(node.outputs) == 6:
         descs.append(TensorDesc(param, (0,)))
     return descs
@@ -231,7 +233,7 @@ _batch_norm("FusedBatchNormV3", 6)
 
 
 # -- local response normalization ---------------------------------------------------------------------
-lrn = (op_prototype("LRN", "Local response normalization over the last (channel) axis: "
+lrn = (OPS.declare("LRN", "Local response normalization over the last (channel) axis: "
                            "x / (bias + alpha * sum of squares over 2*depth_radius+1 channels)^beta.")
        .input("x", FLOAT_TYPES).output("y").attr("depth_radius", "int", 5).attr("bias", "float", 1.0)
        .attr("alpha", "float", 1.0).attr("beta", "float", 0.5))
@@ -260,7 +262,7 @@ ORT_RESIZE_TYPES = ("float16", "float32", "int32", "int8", "uint8")
 
 
 def _resize(op_type: str, doc: str):
-    proto = (op_prototype(op_type, doc).input("images", NUMBER_TYPES).input("size", ("int32",))
+    proto = (OPS.declare(op_type, doc).input("images", NUMBER_TYPES).input("size", ("int32",))
              .output("resized_images").attr("align_corners", "bool", False)
              .attr("half_pixel_centers", "bool", False))
     proto.infer(_infer_resize)
@@ -380,7 +382,7 @@ _resize("ResizeBicubic", "Bicubic resizing of NHWC images to `size`; float32 out
 
 
 # -- non-max suppression --------------------------------------------------------------------------------
-nms = (op_prototype("NonMaxSuppression", "Greedy selection of boxes by descending score, dropping boxes "
+nms = (OPS.declare("NonMaxSuppression", "Greedy selection of boxes by descending score, dropping boxes "
                                          "that overlap a selected one by more than iou_threshold.")
        .input("boxes", ("float16", "float32")).input("scores", ("float16", "float32"))
        .input("max_output_size", ("int32",)).input("iou_threshold", ("float16", "float32"))

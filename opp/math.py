@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import broadcast_shapes, const_ints, int64_input, normalize_axis, same_as_input
+
+OPS = OpSet("tf2ir.opp.math")
 
 # onnxruntime's CPU kernels lack some dtypes; an op that meets one computes in a wider dtype
 # (exact for integers: results wrap the same way after the cast back) and casts back.
@@ -20,7 +22,7 @@ ERF_VIA = {"float64": "float32"}
 def emit_via(ctx, onnx_op, inputs, output, dtype, via, cast_count=None, **attrs):
     """Emit `onnx_op` writing `output`; when `dtype` is a key of `via`, the inputs (the first
     `cast_count` of them, when given) are cast to via[dtype] first and the result cast back."""
-    from tf2ir.ir.onnx_writer import ONNX_DTYPES
+    from tf2ir.ir.onnx.writer import ONNX_DTYPES
     wide = via.get(dtype)
     if wide is None:
         return ctx.emit(onnx_op, inputs, [output], **attrs)[0]
@@ -56,7 +58,7 @@ def broadcast_rank(a, b):
 
 
 def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None, numpy_fn=None):
-    proto = op_prototype(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
+    proto = OPS.declare(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
     proto.infer(_infer_binary)
     if numpy_fn is not None:   # shape arithmetic (dims times dims, ...) folds to constants
         proto.fold(lambda node, values: [np.asarray(numpy_fn(values[0], values[1]), values[0].dtype)])
@@ -83,7 +85,7 @@ def _lower_squared_difference(ctx, node):
 
 
 def _unary(op_type, doc, emit, dtypes=FLOAT_TYPES):
-    proto = op_prototype(op_type, doc).input("x", dtypes).output("y")
+    proto = OPS.declare(op_type, doc).input("x", dtypes).output("y")
     proto.infer(same_as_input)
     proto.lower(emit)
     return proto
@@ -129,7 +131,7 @@ _unary("Abs", "|x|", _direct("Abs"), NUMBER_TYPES)
 _unary("Square", "x * x", lambda ctx, node: ctx.emit("Mul", [ctx.input(0), ctx.input(0)],
                                                      [ctx.output(0)]), NUMBER_TYPES)
 
-matmul = (op_prototype("MatMul", "2-D matrix product with optional transposes.")
+matmul = (OPS.declare("MatMul", "2-D matrix product with optional transposes.")
           .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).optional_input("bias")
           .output("y").attr("transpose_x1", "bool", False).attr("transpose_x2", "bool", False))
 
@@ -165,7 +167,7 @@ def _lower_matmul(ctx, node):
 
 
 def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None):
-    proto = (op_prototype(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
+    proto = (OPS.declare(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
              .attr("keep_dims", "bool", False))
 
     @proto.infer
@@ -196,7 +198,7 @@ _reduction("ReduceMax", "ReduceMax", "maximum over `axes`", via=MINMAX_VIA)
 _reduction("ReduceMin", "ReduceMin", "minimum over `axes`", via=MINMAX_VIA)
 _reduction("ReduceProd", "ReduceProd", "product over `axes`", via=ARITHMETIC_VIA)
 
-bucketize = (op_prototype("BoostedTreesBucketize",
+bucketize = (OPS.declare("BoostedTreesBucketize",
                           "Per feature i: y_i = how many of bucket_boundaries_i are <= float_values_i.")
              .dynamic_input("float_values", ("float32",), count_attr="num_features")
              .dynamic_input("bucket_boundaries", ("float32",), count_attr="num_features")
@@ -220,7 +222,7 @@ def _lower_bucketize(ctx, node):
         counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
         ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)
 
-top_k = (op_prototype("TopK", "The k largest (or smallest) entries along `dim`, with their indices.")
+top_k = (OPS.declare("TopK", "The k largest (or smallest) entries along `dim`, with their indices.")
          .input("x", NUMBER_TYPES).input("k", INDEX_TYPES).output("values").output("indices", INDEX_TYPES)
          .attr("sorted", "bool", True).attr("dim", "int", -1).attr("largest", "bool", True)
          .attr("index_type", "dtype", "int32"))

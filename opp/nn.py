@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES
 from tf2ir.opp.common import same_as_input, spatial_attrs, window_output
+
+OPS = OpSet("tf2ir.opp.nn")
 
 
 # onnxruntime's CPU Conv/ConvTranspose/AveragePool/LRN kernels take float16 and float32 only.
@@ -178,17 +180,17 @@ def _infer_conv(node, depthwise=False):
     return [TensorDesc(x.dtype, shape, fmt, fmt)]
 
 
-conv2d = _conv_common(op_prototype("Conv2D", "2-D convolution; filter HWCN (TF layout)."))
+conv2d = _conv_common(OPS.declare("Conv2D", "2-D convolution; filter HWCN (TF layout)."))
 conv2d.infer(lambda node: _infer_conv(node))
 conv2d.lower(lambda ctx, node: _lower_conv(ctx, node))
 
-depthwise = _conv_common(op_prototype("DepthwiseConv2D", "Depthwise 2-D convolution; filter HWCM."))
+depthwise = _conv_common(OPS.declare("DepthwiseConv2D", "Depthwise 2-D convolution; filter HWCM."))
 depthwise.infer(lambda node: _infer_conv(node, depthwise=True))
 depthwise.lower(lambda ctx, node: _lower_conv(ctx, node, depthwise=True))
 
 
 def _pool(op_type, onnx_op, doc):
-    proto = (op_prototype(op_type, doc).input("x", FLOAT_TYPES).output("y")
+    proto = (OPS.declare(op_type, doc).input("x", FLOAT_TYPES).output("y")
              .attr("ksize", "ints").attr("strides", "ints").attr("padding", "str")
              .attr("explicit_paddings", "ints", []).attr("data_format", "str", "NHWC"))
 
@@ -215,7 +217,7 @@ def _pool(op_type, onnx_op, doc):
 _pool("MaxPool", "MaxPool", "Max pooling over spatial windows.")
 _pool("AvgPool", "AveragePool", "Average pooling; padding is not counted (TF semantics).")
 
-bias_add = (op_prototype("BiasAdd", "Adds a 1-D bias along the channel dimension.")
+bias_add = (OPS.declare("BiasAdd", "Adds a 1-D bias along the channel dimension.")
             .input("x").input("bias").output("y").attr("data_format", "str", "NHWC"))
 
 
@@ -236,13 +238,13 @@ def _lower_bias_add(ctx, node):
     ctx.emit("Add", [ctx.input(0), bias], [ctx.output(0)])
 
 
-softmax = (op_prototype("Softmax", "Softmax along `axis`.").input("x", FLOAT_TYPES).output("y")
+softmax = (OPS.declare("Softmax", "Softmax along `axis`.").input("x", FLOAT_TYPES).output("y")
            .attr("axis", "int", -1))
 softmax.infer(same_as_input)
 softmax.lower(lambda ctx, node: ctx.emit("Softmax", [ctx.input(0)], [ctx.output(0)],
                                          axis=node.attrs["axis"]))
 
-log_softmax = (op_prototype("LogSoftmax", "Log of softmax along `axis`.").input("x", FLOAT_TYPES)
+log_softmax = (OPS.declare("LogSoftmax", "Log of softmax along `axis`.").input("x", FLOAT_TYPES)
                .output("y").attr("axis", "int", -1))
 log_softmax.infer(same_as_input)
 log_softmax.lower(lambda ctx, node: ctx.emit("LogSoftmax", [ctx.input(0)], [ctx.output(0)],
@@ -250,7 +252,7 @@ log_softmax.lower(lambda ctx, node: ctx.emit("LogSoftmax", [ctx.input(0)], [ctx.
 
 
 def _activation(op_type, doc, lower, attrs=(), dtypes=FLOAT_TYPES):
-    proto = op_prototype(op_type, doc).input("x", dtypes).output("y")
+    proto = OPS.declare(op_type, doc).input("x", dtypes).output("y")
     for name, kind, default in attrs:
         proto.attr(name, kind, default)
     proto.infer(same_as_input)

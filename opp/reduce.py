@@ -8,13 +8,15 @@ from typing import Dict, List, Optional
 import numpy as np
 from onnx import helper
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
     INT64_MAX, broadcast_shapes, cast_from_int64, const_ints, normalize_axis,
 )
 from tf2ir.opp.math import ARITHMETIC_VIA, axes_input, emit_via
+
+OPS = OpSet("tf2ir.opp.reduce")
 
 
 def _reduced_desc(x: TensorDesc, axes: Optional[List[int]], keep_dims: bool, dtype: str) -> TensorDesc:
@@ -39,7 +41,7 @@ ARG_OUTPUT_TYPES = ("int16", "uint16", "int32", "int64")
 
 
 def _arg_reduction(op_type: str, onnx_op: str, doc: str):
-    proto = (op_prototype(op_type, doc)
+    proto = (OPS.declare(op_type, doc)
              .input("x", NUMBER_TYPES + ("bool",)).input("dimension", INDEX_TYPES)
              .output("y", ARG_OUTPUT_TYPES)
              .attr("output_type", "dtype", "int64"))
@@ -80,7 +82,7 @@ _arg_reduction("ArgMin", "ArgMin", "Index of the smallest entry along `dimension
 
 # -- boolean reductions ---------------------------------------------------------------------
 def _bool_reduction(op_type: str, doc: str, is_all: bool):
-    proto = (op_prototype(op_type, doc).input("x", ("bool",)).input("axes", INDEX_TYPES)
+    proto = (OPS.declare(op_type, doc).input("x", ("bool",)).input("axes", INDEX_TYPES)
              .output("y", ("bool",)).attr("keep_dims", "bool", False))
     proto.infer(lambda node: [_reduced_desc(node.inputs[0].desc, const_ints(node, 1),
                                             node.attrs["keep_dims"], "bool")])
@@ -108,7 +110,7 @@ def _bool_reduction(op_type: str, doc: str, is_all: bool):
 _bool_reduction("ReduceAll", "Logical and over `axes` (True over an empty set).", True)
 _bool_reduction("ReduceAny", "Logical or over `axes` (False over an empty set).", False)
 
-euclidean_norm = (op_prototype("EuclideanNorm", "sqrt(sum(x ** 2)) over `axes`.")
+euclidean_norm = (OPS.declare("EuclideanNorm", "sqrt(sum(x ** 2)) over `axes`.")
                   .input("x", NUMBER_TYPES).input("axes", INDEX_TYPES).output("y")
                   .attr("keep_dims", "bool", False))
 euclidean_norm.infer(lambda node: [_reduced_desc(node.inputs[0].desc, const_ints(node, 1),
@@ -125,7 +127,7 @@ def _lower_euclidean_norm(ctx, node):
              cast_count=1, keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
 
 
-l2_loss = (op_prototype("L2Loss", "sum(x ** 2) / 2 over all of x, a scalar.")
+l2_loss = (OPS.declare("L2Loss", "sum(x ** 2) / 2 over all of x, a scalar.")
            .input("x", FLOAT_TYPES).output("y"))
 l2_loss.infer(lambda node: [TensorDesc(node.inputs[0].desc.dtype, ())])
 
@@ -141,7 +143,7 @@ def _lower_l2_loss(ctx, node):
 # -- cumulative sum and product ---------------------------------------------------------------
 def _infer_same_shape(node):
     x = node.inputs[0].desc
-    return [TensorDesc(x.dtype, x.shape, x.format, x.origin_format)]
+    return [x.copy()]
 
 
 def _fold_cumulative(numpy_fn, identity):
@@ -159,7 +161,7 @@ def _fold_cumulative(numpy_fn, identity):
 
 
 def _cumulative(op_type: str, doc: str):
-    return (op_prototype(op_type, doc).input("x", NUMBER_TYPES).input("axis", INDEX_TYPES).output("y")
+    return (OPS.declare(op_type, doc).input("x", NUMBER_TYPES).input("axis", INDEX_TYPES).output("y")
             .attr("exclusive", "bool", False).attr("reverse", "bool", False))
 
 
@@ -231,7 +233,7 @@ def _lower_cumprod(ctx, node):
 
 
 # -- batched matrix products ------------------------------------------------------------------
-batch_mat_mul = (op_prototype("BatchMatMul", "Matrix products over the last two dims, batch dims "
+batch_mat_mul = (OPS.declare("BatchMatMul", "Matrix products over the last two dims, batch dims "
                                              "broadcast; adj_x1/adj_x2 transpose them (real types).")
                  .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).output("y")
                  .attr("adj_x1", "bool", False).attr("adj_x2", "bool", False)
@@ -276,7 +278,7 @@ def _lower_batch_mat_mul(ctx, node):
 
 
 # -- einsum -----------------------------------------------------------------------------------
-einsum = (op_prototype("Einsum", "Einstein summation over x0..xN-1 as `equation` says "
+einsum = (OPS.declare("Einsum", "Einstein summation over x0..xN-1 as `equation` says "
                                  "(numpy notation, '...' for broadcast dims).")
           .dynamic_input("x", NUMBER_TYPES, count_attr="N").output("y")
           .attr("N", "int").attr("equation", "str"))
@@ -368,7 +370,7 @@ def _lower_einsum(ctx, node):
 
 
 # -- diagonal matrices ------------------------------------------------------------------------
-matrix_diag = (op_prototype("MatrixDiag", "Square matrices [..., N, N] with `diagonal` [..., N] on "
+matrix_diag = (OPS.declare("MatrixDiag", "Square matrices [..., N, N] with `diagonal` [..., N] on "
                                           "the main diagonal and padding_value (default 0) elsewhere.")
                .input("diagonal").optional_input("padding_value").output("y"))
 

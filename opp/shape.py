@@ -6,12 +6,14 @@ from typing import List, Optional
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, op_prototype
-from tf2ir.ir.onnx_writer import ONNX_DTYPES
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
     INT64_MAX, INT64_MIN, cast_from_int64, const_ints, int64_input, normalize_axis, same_as_input,
 )
+
+OPS = OpSet("tf2ir.opp.shape")
 
 # onnxruntime's CPU kernels lack some dtypes; these ops run on a wider dtype and cast back.
 WHERE_TYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "int64")
@@ -69,7 +71,7 @@ def _shape_constant(ctx, node, shape, dtype: str, output: str) -> bool:
 
 
 # -- slicing ---------------------------------------------------------------------------------
-slice_op = op_prototype("Slice", "The block of x starting at `begin` with `size` (-1: to the end).") \
+slice_op = OPS.declare("Slice", "The block of x starting at `begin` with `size` (-1: to the end).") \
     .input("x").input("begin", INDEX_TYPES).input("size", INDEX_TYPES).output("y")
 
 
@@ -115,7 +117,7 @@ def _fold_slice(node, values):
 
 slice_op.fold(_fold_slice)
 
-reverse = op_prototype("ReverseV2", "Reverses x along each dim in `axis`.") \
+reverse = OPS.declare("ReverseV2", "Reverses x along each dim in `axis`.") \
     .input("x").input("axis", INDEX_TYPES).output("y")
 reverse.infer(same_as_input)
 
@@ -139,7 +141,7 @@ def _lower_reverse(ctx, node):
 
 reverse.fold(lambda node, values: [np.flip(values[0], tuple(int(a) for a in values[1].reshape(-1)))])
 
-reverse_sequence = op_prototype(
+reverse_sequence = OPS.declare(
     "ReverseSequence", "Per batch entry b, reverses the first seq_lengths[b] items along seq_dim.") \
     .input("x").input("seq_lengths", INDEX_TYPES).output("y") \
     .attr("seq_dim", "int").attr("batch_dim", "int", 0)
@@ -180,20 +182,20 @@ def _infer_from_shape_input(node, index: int, dtype: str) -> List[TensorDesc]:
     return [_unknown(shape[0] if shape else None, dtype)]
 
 
-fill = op_prototype("Fill", "A tensor of shape `dims` filled with the scalar `value`.") \
+fill = OPS.declare("Fill", "A tensor of shape `dims` filled with the scalar `value`.") \
     .input("dims", INDEX_TYPES).input("value").output("y")
 fill.infer(lambda node: _infer_from_shape_input(node, 0, node.inputs[1].desc.dtype))
 fill.lower(lambda ctx, node: ctx.emit("Expand", [ctx.input(1), int64_input(ctx, 0)], [ctx.output(0)]))
 fill.fold(lambda node, values: [np.full([int(d) for d in values[0]], values[1])])
 
-broadcast_to = op_prototype("BroadcastTo", "x broadcast (numpy rules) to `shape`.") \
+broadcast_to = OPS.declare("BroadcastTo", "x broadcast (numpy rules) to `shape`.") \
     .input("x").input("shape", INDEX_TYPES).output("y")
 broadcast_to.infer(lambda node: _infer_from_shape_input(node, 1, node.inputs[0].desc.dtype))
 broadcast_to.lower(lambda ctx, node: ctx.emit("Expand", [ctx.input(0), int64_input(ctx, 1)],
                                               [ctx.output(0)]))
 broadcast_to.fold(lambda node, values: [np.broadcast_to(values[0], [int(d) for d in values[1]]).copy()])
 
-tile = op_prototype("Tile", "x repeated multiples[i] times along each dim i.") \
+tile = OPS.declare("Tile", "x repeated multiples[i] times along each dim i.") \
     .input("x").input("multiples", INDEX_TYPES).output("y")
 
 
@@ -210,7 +212,7 @@ tile.lower(lambda ctx, node: ctx.emit("Tile", [ctx.input(0), int64_input(ctx, 1)
 tile.fold(lambda node, values: [np.tile(values[0], [int(m) for m in values[1]])])
 
 RANGE_TYPES = ("float32", "float64", "int16", "int32", "int64")
-range_op = op_prototype("Range", "start, start + delta, ... up to (not including) limit.") \
+range_op = OPS.declare("Range", "start, start + delta, ... up to (not including) limit.") \
     .input("start", NUMBER_TYPES).input("limit", NUMBER_TYPES).input("delta", NUMBER_TYPES).output("y")
 
 
@@ -243,7 +245,7 @@ def _lower_range(ctx, node):
 
 range_op.fold(lambda node, values: [np.arange(values[0], values[1], values[2])])
 
-linspace = op_prototype("LinSpace", "num evenly spaced values from start to stop (both included).") \
+linspace = OPS.declare("LinSpace", "num evenly spaced values from start to stop (both included).") \
     .input("start", FLOAT_TYPES).input("stop", FLOAT_TYPES).input("num", INDEX_TYPES).output("y")
 
 
@@ -273,7 +275,7 @@ linspace.fold(lambda node, values: [np.linspace(values[0], values[1], int(values
                                                 dtype=values[0].dtype)])
 
 # -- sizes -----------------------------------------------------------------------------------
-size = op_prototype("Size", "The number of elements of x, as a scalar of `dtype`.") \
+size = OPS.declare("Size", "The number of elements of x, as a scalar of `dtype`.") \
     .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
 size.infer(lambda node: [TensorDesc(node.attrs["dtype"], ())])
 
@@ -290,7 +292,7 @@ def _lower_size(ctx, node):
 
 size.fold(lambda node, values: [np.array(values[0].size, numpy_dtype(node.attrs["dtype"]))])
 
-rank_op = op_prototype("Rank", "The rank of x as an int32 scalar.").input("x").output("y", ("int32",))
+rank_op = OPS.declare("Rank", "The rank of x as an int32 scalar.").input("x").output("y", ("int32",))
 rank_op.infer(lambda node: [TensorDesc("int32", ())])
 
 
@@ -304,7 +306,7 @@ def _lower_rank(ctx, node):
 
 rank_op.fold(lambda node, values: [np.array(values[0].ndim, np.int32)])
 
-shape_n = op_prototype("ShapeN", "The shapes of x0..xN-1 as y0..yN-1 of `dtype`.") \
+shape_n = OPS.declare("ShapeN", "The shapes of x0..xN-1 as y0..yN-1 of `dtype`.") \
     .dynamic_input("x", count_attr="N").dynamic_output("y", INDEX_TYPES, count_attr="N") \
     .attr("N", "int").attr("dtype", "dtype", "int32")
 shape_n.infer(lambda node: [TensorDesc(node.attrs["dtype"], (v.desc.rank,)) for v in node.inputs])
@@ -322,7 +324,7 @@ shape_n.fold(lambda node, values: [np.array(v.shape, numpy_dtype(node.attrs["dty
 
 # -- indices: where, one-hot, unique, invert permutation ------------------------------------------
 NONZERO_TYPES = ("float16", "float32", "uint8", "int32", "int64", "bool")
-where = op_prototype("Where", "The coordinates of the true (non-zero) entries of x, int64 [n, rank].") \
+where = OPS.declare("Where", "The coordinates of the true (non-zero) entries of x, int64 [n, rank].") \
     .input("x").output("index", ("int64",))
 where.infer(lambda node: [TensorDesc("int64", (None, node.inputs[0].desc.rank))])
 
@@ -336,7 +338,7 @@ def _lower_where(ctx, node):
     ctx.emit("Transpose", [coords], [ctx.output(0)], perm=[1, 0])
 
 
-one_hot = op_prototype("OneHot", "on_value where indices == position along the new dim `axis`, "
+one_hot = OPS.declare("OneHot", "on_value where indices == position along the new dim `axis`, "
                                  "off_value elsewhere (depth positions).") \
     .input("indices", ("uint8", "int32", "int64")).input("depth", INDEX_TYPES) \
     .input("on_value").input("off_value").output("y").attr("axis", "int", -1)
@@ -375,7 +377,7 @@ def _lower_one_hot(ctx, node):
 
 
 UNIQUE_TYPES = ("float16", "float32", "float64", "int8", "int64")
-unique = op_prototype("Unique", "The distinct values of 1-D x in order of first occurrence (y), "
+unique = OPS.declare("Unique", "The distinct values of 1-D x in order of first occurrence (y), "
                                 "and for each entry of x its position in y (idx).") \
     .input("x").output("y").output("idx", INDEX_TYPES).attr("out_idx", "dtype", "int32")
 
@@ -407,7 +409,7 @@ def _lower_unique(ctx, node):
     cast_from_int64(ctx, inverse, node.attrs["out_idx"], ctx.output(1))
 
 
-invert_permutation = op_prototype("InvertPermutation", "y[x[i]] = i for a permutation x of 0..n-1.") \
+invert_permutation = OPS.declare("InvertPermutation", "y[x[i]] = i for a permutation x of 0..n-1.") \
     .input("x", INDEX_TYPES).output("y")
 invert_permutation.infer(same_as_input)
 
@@ -426,7 +428,7 @@ def _lower_invert_permutation(ctx, node):
 invert_permutation.fold(lambda node, values: [np.argsort(values[0]).astype(values[0].dtype)])
 
 # -- gather and scatter ------------------------------------------------------------------------
-gather_nd = op_prototype("GatherNd", "Slices of params at the index tuples in the last dim of indices.") \
+gather_nd = OPS.declare("GatherNd", "Slices of params at the index tuples in the last dim of indices.") \
     .input("params").input("indices", INDEX_TYPES).output("y")
 
 
@@ -455,7 +457,7 @@ def _scatter(ctx, data: str, indices: str, updates: str, dtype: str, reduction: 
     ctx.emit("ScatterND", [data, indices, updates], [ctx.output(0)], reduction=reduction)
 
 
-scatter_nd = op_prototype("ScatterNd", "Zeros of `shape` with updates summed in at indices.") \
+scatter_nd = OPS.declare("ScatterNd", "Zeros of `shape` with updates summed in at indices.") \
     .input("indices", INDEX_TYPES).input("updates").input("shape", INDEX_TYPES).output("y")
 scatter_nd.infer(lambda node: _infer_from_shape_input(node, 2, node.inputs[1].desc.dtype))
 
@@ -470,7 +472,7 @@ def _lower_scatter_nd(ctx, node):
 
 
 def _tensor_scatter(op_type, reduction, doc):
-    proto = op_prototype(op_type, doc).input("tensor").input("indices", INDEX_TYPES).input("updates") \
+    proto = OPS.declare(op_type, doc).input("tensor").input("indices", INDEX_TYPES).input("updates") \
         .output("y")
     proto.infer(same_as_input)
     proto.lower(lambda ctx, node: _scatter(ctx, ctx.input(0), int64_input(ctx, 1), ctx.input(2),
@@ -482,7 +484,7 @@ _tensor_scatter("TensorScatterUpdate", "none", "tensor with the slices at indice
 _tensor_scatter("TensorScatterAdd", "add", "tensor with updates added at indices")
 
 # -- band part -------------------------------------------------------------------------------------
-band_part = op_prototype("MatrixBandPart", "Keeps the band of num_lower sub- and num_upper "
+band_part = OPS.declare("MatrixBandPart", "Keeps the band of num_lower sub- and num_upper "
                                            "super-diagonals of the innermost matrices (-1: all).") \
     .input("x").input("num_lower", INDEX_TYPES).input("num_upper", INDEX_TYPES).output("y")
 band_part.infer(same_as_input)
@@ -537,7 +539,7 @@ def _shape_pieces(ctx, x: str, pieces) -> str:
     return ctx.emit("Concat", parts, axis=0)[0]
 
 
-space_to_batch = op_prototype("SpaceToBatchND", "Zero-pads the spatial dims and moves blocks of them "
+space_to_batch = OPS.declare("SpaceToBatchND", "Zero-pads the spatial dims and moves blocks of them "
                                                 "into the batch dim.") \
     .input("x").input("block_shape", INDEX_TYPES).input("paddings", INDEX_TYPES).output("y")
 
@@ -583,7 +585,7 @@ def _lower_space_to_batch(ctx, node):
     ctx.emit("Reshape", [moved, target], [ctx.output(0)])
 
 
-batch_to_space = op_prototype("BatchToSpaceND", "Moves blocks of the batch dim back into the "
+batch_to_space = OPS.declare("BatchToSpaceND", "Moves blocks of the batch dim back into the "
                                                 "spatial dims, then crops them.") \
     .input("x").input("block_shape", INDEX_TYPES).input("crops", INDEX_TYPES).output("y")
 
@@ -629,7 +631,7 @@ def _lower_batch_to_space(ctx, node):
 
 
 def _depth_op(op_type, doc):
-    return op_prototype(op_type, doc).input("x").output("y").attr("block_size", "int") \
+    return OPS.declare(op_type, doc).input("x").output("y").attr("block_size", "int") \
         .attr("data_format", "str", "NHWC")
 
 

@@ -1,17 +1,18 @@
-"""The conversion driver: walks the TF graph, runs each node's plugin and emits IR."""
+"""The mapping stage of the pipeline: walks the kept TF nodes, runs each node's plugin and
+emits verified IR nodes; every unsupported or failing op type is collected into one report."""
 
 from __future__ import annotations
 
-import time
+import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
-from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
-from tf2ir.ir.verify import verify_node
-from tf2ir.parser.functions import inline_functions
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.graph import Graph, Value
+from tf2ir.ir.infer import infer_node
+from tf2ir.ir.tensor import TensorDesc
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
-from tf2ir.parser.scope_fusion import apply_scope_fusion
 from tf2ir.plugins.mapping import IrOp
 from tf2ir.plugins.subgraph import SUBGRAPH_KEY, build_subgraph
 
@@ -45,49 +46,30 @@ class _Problem:
     error: Optional[ConversionError] = None
 
 
-def parse_input_shapes(specs: Sequence[str]) -> Dict[str, Tuple[Optional[int], ...]]:
-    """['input:1,224,224,3', 'mask:?,16'] → {'input': (1, 224, 224, 3), 'mask': (None, 16)}."""
-    shapes = {}
-    for spec in specs:
-        for item in spec.split(";") if ";" in spec else [spec]:
-            name, sep, dims = item.rpartition(":")
-            if not sep or not name:
-                raise ConversionError(f"bad --inputs value {item!r}; expected NAME:D1,D2,... "
-                                      "(use ? or -1 for an unknown dimension)", exit_code=2)
-            try:
-                shape = tuple(None if d.strip() in ("?", "-1") else int(d)
-                              for d in dims.split(",")) if dims.strip() else ()
-            except ValueError:
-                raise ConversionError(f"bad --inputs dimensions in {item!r}", exit_code=2) from None
-            shapes[split_tensor_name(name)[0]] = shape
-    return shapes
-
-
 class Converter:
-    """Converts one TF graph into IR with the plugins of a PluginManager."""
+    """Maps the kept nodes of one TF graph into IR with the plugins of a PluginManager.
+    `arguments` (a function body's) are the graph's inputs, in order, instead of its
+    Placeholders."""
 
-    def __init__(self, tf_graph: TfGraph, manager, input_shapes=None, outputs=None):
+    def __init__(self, tf_graph: TfGraph, manager, input_shapes=None,
+                 arguments: Optional[Sequence[Tuple[str, TensorDesc]]] = None):
         self.tf = tf_graph
         self.model = tf_graph.model
         self.manager = manager
         self.input_shapes = dict(input_shapes or {})
-        self.requested_outputs = list(outputs or [])
         self.graph = Graph(_graph_name(self.model))
         self.values: Dict[Tuple[str, int], Value] = {}
+        for name, desc in arguments or ():
+            self.values[(name, 0)] = self.graph.add_input(name, desc.copy())
         self.unsupported: Dict[str, _Problem] = {}
         self.failures: Dict[str, _Problem] = {}
         self.report = ConversionReport(self.model, tf_nodes=len(tf_graph.nodes))
         self.report.tensors = self.values
 
     # -- the walk ----------------------------------------------------------------------
-    def run(self) -> Graph:
-        outputs = self._output_tensors()
-        order = self.tf.upstream(sorted({n for n, _ in outputs}, key=list(self.tf.nodes).index))
+    def run(self, outputs: List[Tuple[str, int]], order: List[str]) -> Graph:
+        """Map the nodes of `order` (topological); the graph's outputs are `outputs`."""
         self.report.kept_nodes = len(order)
-        for name in self.input_shapes:
-            if name not in self.tf or self.tf[name].op_type != "Placeholder":
-                raise ConversionError(f"--inputs names '{name}', which is not a Placeholder "
-                                      "of the graph", model=self.model, exit_code=2)
         for name in order:
             node = self.tf[name]
             self.report.op_types[node.op_type] = self.report.op_types.get(node.op_type, 0) + 1
@@ -108,6 +90,8 @@ class Converter:
 
     def _convert_node(self, node: TfNode) -> None:
         op = node.op_type
+        if (node.name, 0) in self.values:
+            return    # a function argument: a graph input already
         if op == "Placeholder":
             self._placeholder(node)
         elif op == "Const":
@@ -125,11 +109,11 @@ class Converter:
         declared = node.attr("shape")
         if node.name in self.input_shapes and declared is not None and len(declared) != len(shape):
             raise ConversionError(f"--inputs gives rank {len(shape)}, the graph declares "
-                                  f"rank {len(declared)} {list(declared)}", exit_code=2)
+                                  f"rank {len(declared)} {list(declared)}", exit_code=ExitStatus.USAGE)
         if shape is None:
             # ONNX wants at least the rank of a graph input (onnx.checker rejects none).
             raise ConversionError(f"input '{node.name}' has unknown rank; give its shape with "
-                                  f"--inputs {node.name}:D1,D2,... (? for unknown dims)", exit_code=2)
+                                  f"--inputs {node.name}:D1,D2,... (? for unknown dims)", exit_code=ExitStatus.USAGE)
         self.values[(node.name, 0)] = self.graph.add_input(node.name, TensorDesc(dtype, shape))
 
     def _map_with_plugin(self, node: TfNode) -> None:
@@ -169,7 +153,7 @@ class Converter:
         for index, (fmt, origin) in irop.output_formats.items():
             ir_node.outputs[index].desc.set_format(fmt, origin)
         try:
-            verify_node(ir_node)
+            infer_node(ir_node)
         except ConversionError as exc:
             raise exc.located(plugin=reg.plugin)
         for port, value in enumerate(ir_node.outputs):
@@ -192,7 +176,7 @@ class Converter:
                        f"{'s' if len(self.unsupported) > 1 else ''}: {', '.join(parts)}")
             if self.failures:
                 message += "; also failed: " + self._failure_text()
-            raise ConversionError(message, model=self.model, exit_code=UNSUPPORTED_EXIT)
+            raise ConversionError(message, model=self.model, exit_code=ExitStatus.UNSUPPORTED)
         if self.failures:
             if len(self.failures) == 1:
                 op, p = next(iter(self.failures.items()))
@@ -206,30 +190,12 @@ class Converter:
                          for op, p in sorted(self.failures.items()))
 
     # -- outputs -------------------------------------------------------------------------
-    def _output_tensors(self) -> List[Tuple[str, int]]:
-        if self.requested_outputs:
-            tensors = [split_tensor_name(name) for name in self.requested_outputs]
-            for name, _ in tensors:
-                if name not in self.tf:
-                    raise ConversionError(f"output '{name}' is not a node of the graph",
-                                          model=self.model, exit_code=2)
-            return tensors
-        sinks = self.tf.sinks()
-        if not sinks:
-            raise ConversionError("the graph has no outputs (no node is a sink)", model=self.model)
-        tensors = []
-        for name in sinks:
-            node = self.tf[name]
-            count = len(node.inputs) if node.op_type in PASSTHROUGH else 1
-            tensors.extend((name, port) for port in range(max(count, 1)))
-        return [t for t in tensors if self.tf[t[0]].op_type not in ("NoOp",)]
-
     def _set_outputs(self, tensors: List[Tuple[str, int]]) -> None:
         for name, port in tensors:
             key = (name, port)
             if key not in self.values:
                 raise ConversionError(f"output '{name}:{port}' does not exist",
-                                      model=self.model, node=name, exit_code=2)
+                                      model=self.model, node=name, exit_code=ExitStatus.USAGE)
             value = self.values[key]
             out_name = name if port == 0 else f"{name}:{port}"
             is_source = value.producer is None or value.producer.op_type == "Const"
@@ -237,7 +203,7 @@ class Converter:
                     and self.graph.has_value(out_name):
                 value = self.graph.add_node("Identity", [value], name=f"{out_name}/output",
                                             output_descs=[TensorDesc(value.desc.dtype)]).outputs[0]
-                verify_node(value.producer)
+                infer_node(value.producer)
             holder = self.graph.value(out_name) if self.graph.has_value(out_name) else value
             if holder not in self.graph.inputs:   # an input keeps its name; its copy is NAME/output
                 if holder is not value:           # a Const output: its copy takes the name
@@ -246,43 +212,26 @@ class Converter:
             self.graph.outputs.append(value)
 
 
+def output_tensors(tf_graph: TfGraph, requested: Sequence[str] = ()) -> List[Tuple[str, int]]:
+    """The tensors a conversion outputs: the requested ones, else every sink's."""
+    if requested:
+        tensors = [split_tensor_name(name) for name in requested]
+        for name, _ in tensors:
+            if name not in tf_graph:
+                raise ConversionError(f"output '{name}' is not a node of the graph",
+                                      model=tf_graph.model, exit_code=ExitStatus.USAGE)
+        return tensors
+    sinks = tf_graph.sinks()
+    if not sinks:
+        raise ConversionError("the graph has no outputs (no node is a sink)", model=tf_graph.model)
+    tensors = []
+    for name in sinks:
+        node = tf_graph[name]
+        count = len(node.inputs) if node.op_type in PASSTHROUGH else 1
+        tensors.extend((name, port) for port in range(max(count, 1)))
+    return [t for t in tensors if tf_graph[t[0]].op_type not in ("NoOp",)]
+
+
 def _graph_name(model: str) -> str:
-    import os
     base = os.path.basename(model.rstrip("/")) or "model"
     return os.path.splitext(base)[0]
-
-
-def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, outputs=None,
-                      fusion: Optional[Dict[str, bool]] = None) -> Tuple[Graph, ConversionReport]:
-    """GraphDef → IR graph (verified), with the report of what was done. `fusion` switches
-    scope fusion passes on or off by name ({'gelu': False}; 'all' names every pass)."""
-    if manager is None:
-        from tf2ir.plugins.manager import PluginManager
-        manager = PluginManager()
-    start = time.perf_counter()
-    tf_graph = TfGraph(graph_def, model)
-    inline_functions(tf_graph)   # PartitionedCall nodes of the function library
-    fusion_start, tf_nodes = time.perf_counter(), len(tf_graph.nodes)
-    fused = apply_scope_fusion(tf_graph, manager, fusion, outputs or ())
-    fusion_time = time.perf_counter() - fusion_start
-    converter = Converter(tf_graph, manager, input_shapes, outputs)
-    converter.report.tf_nodes = tf_nodes   # before fusion replaced any
-    converter.report.fusions = fused
-    converter.report.phases["fusion"] = fusion_time
-    graph = converter.run()
-    converter.report.phases["mapping"] = time.perf_counter() - start
-    return graph, converter.report
-
-
-def convert_file(path: str, manager=None, input_shapes=None, outputs=None,
-                 fusion: Optional[Dict[str, bool]] = None, signature: Optional[str] = None,
-                 tags: Optional[Sequence[str]] = None):
-    """A model file (.pb, .pbtxt, SavedModel dir with `signature`/`tags`, .keras, .h5) → IR."""
-    from tf2ir.parser.load import load_model
-    start = time.perf_counter()
-    graph_def, default_outputs = load_model(path, signature, tags)
-    outputs = outputs or default_outputs
-    load_time = time.perf_counter() - start
-    graph, report = convert_graph_def(graph_def, path, manager, input_shapes, outputs, fusion)
-    report.phases = {"load": load_time, **report.phases}
-    return graph, report

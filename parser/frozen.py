@@ -130,7 +130,7 @@ def freeze_keras_file(path: str) -> Frozen:
 def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model: str) -> Frozen:
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    from tf2ir.parser.load import graph_def_class
+    from tf2ir.parser.graph_view import graph_def_class
     try:
         frozen = convert_variables_to_constants_v2(concrete)
     except Exception as exc:

@@ -18,9 +18,12 @@ report of their op types.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
-from tf2ir.ir import ConversionError, Graph, TensorDesc
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.graph import Graph
+from tf2ir.ir.names import fresh_name
+from tf2ir.ir.tensor import TensorDesc
 from tf2ir.parser.attrs import TF_DTYPES
 from tf2ir.parser.graph_view import TfGraph, TfNode
 
@@ -30,7 +33,6 @@ FUNCTIONAL_OPS = ("If", "StatelessIf", "While", "StatelessWhile")
 TF1_LOOP_OPS = ("Enter", "Exit", "NextIteration", "LoopCond",
                 "RefEnter", "RefExit", "RefNextIteration")
 TF1_CONTROL_FLOW_OPS = TF1_LOOP_OPS + ("Switch", "Merge", "RefSwitch", "RefMerge")
-UNSUPPORTED_EXIT = 3
 MAX_DEPTH = 32
 Tensor = Tuple[str, int]
 
@@ -60,18 +62,19 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 
 
-def inline_functions(tf_graph: TfGraph, manager=None, refuse_tf1_loops: bool = True) -> int:
+def inline_functions(tf_graph: TfGraph, converter: Optional["BodyConverter"] = None,
+                     refuse_tf1_loops: bool = True) -> int:
     """Replace every call of a library function in `tf_graph` by the function's body, in
     place; return how many calls were inlined (nested ones included). If/While nodes become
-    `FunctionalNode`s that convert their functions with `manager`'s plugins (a default
-    PluginManager when None). TF1 control-flow loops raise one ConversionError unless
-    `refuse_tf1_loops` is False (a support report that lists op types without converting)."""
+    `FunctionalNode`s whose functions `converter` (the pipeline) converts on demand. TF1
+    control-flow loops raise one ConversionError unless `refuse_tf1_loops` is False (a
+    support report that lists op types without converting)."""
     if refuse_tf1_loops:
         check_tf1_control_flow(tf_graph)
     library = {f.signature.name: f for f in tf_graph.library.function}
     count = _inline_calls(tf_graph, library) if library else 0
     if library:
-        functions = FunctionLibrary(tf_graph, library, manager)
+        functions = FunctionLibrary(tf_graph, library, converter)
         for name, node in list(tf_graph.nodes.items()):
             if node.op_type in FUNCTIONAL_OPS:
                 tf_graph.nodes[name] = FunctionalNode.of(node, functions)
@@ -94,7 +97,7 @@ def check_tf1_control_flow(tf_graph: TfGraph) -> None:
         "tf.compat.v1 while_loop or cond in graph mode, or a graph frozen with its control "
         "flow lowered) is not supported; export the model with control flow v2 "
         "(tf.function, freezing with lower_control_flow=False) to get If/While ops",
-        model=tf_graph.model, exit_code=UNSUPPORTED_EXIT)
+        model=tf_graph.model, exit_code=ExitStatus.UNSUPPORTED)
 
 
 def _inline_calls(tf_graph: TfGraph, library) -> int:
@@ -174,10 +177,7 @@ class _Inliner:
         return body
 
     def _unique(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.taken:
-            i += 1
-            name = f"{base}_{i}"
+        name = fresh_name(base, self.taken)
         self.taken.add(name)
         return name
 
@@ -267,24 +267,30 @@ class FunctionalNode(TfNode):
                                   exit_code=exc.exit_code) from None
 
 
-class FunctionLibrary:
-    """The GraphDef's functions, converted on demand by the plugins of one manager."""
+class BodyConverter(Protocol):
+    """What converts a function body: the pipeline (`tf2ir.parser.pipeline.Pipeline`)."""
 
-    def __init__(self, tf_graph: TfGraph, functions, manager=None):
+    def convert_function(self, tf_graph: TfGraph, outputs: Sequence[str],
+                         arguments: Sequence[Tuple[str, TensorDesc]]) -> Graph: ...
+
+
+class FunctionLibrary:
+    """The GraphDef's functions, converted on demand by the pipeline that owns the graph."""
+
+    def __init__(self, tf_graph: TfGraph, functions, converter: Optional[BodyConverter] = None):
         self.model = tf_graph.model
         self.proto = tf_graph.library
         self.functions = functions
-        self._manager = manager
+        self._converter = converter
 
     @property
-    def manager(self):
-        if self._manager is None:
-            from tf2ir.plugins.manager import PluginManager
-            self._manager = PluginManager()
-        return self._manager
+    def converter(self) -> BodyConverter:
+        if self._converter is None:
+            raise ConversionError("function bodies are converted by a pipeline: call "
+                                  "inline_functions(tf_graph, pipeline)", model=self.model)
+        return self._converter
 
     def convert(self, name: str, input_descs: Sequence[TensorDesc]) -> Graph:
-        from tf2ir.parser.scope_fusion import apply_scope_fusion
         fdef = self.functions.get(name)
         if fdef is None:
             raise ConversionError(f"function {name} is not in the GraphDef's library")
@@ -293,10 +299,7 @@ class FunctionLibrary:
         if len(args) != len(input_descs):
             raise ConversionError(f"function {name} takes {len(args)} inputs, the node "
                                   f"gives {len(input_descs)}")
-        inline_functions(view, self.manager)
-        apply_scope_fusion(view, self.manager, None, outputs)
-        converter = _function_converter(view, self.manager, outputs, args, input_descs)
-        graph = converter.run()
+        graph = self.converter.convert_function(view, outputs, list(zip(args, input_descs)))
         graph.name = name
         return graph
 
@@ -332,28 +335,8 @@ class FunctionLibrary:
             if arg.name not in fdef.ret:
                 raise fail(f"output {arg.name} has no return value")
             node, port = _resolve(fdef.ret[arg.name], defs, names, args, self.functions, fail)
-            name, i = arg.name, 0
-            while name in nodes:
-                i += 1
-                name = f"{arg.name}_{i}"
+            name = fresh_name(arg.name, nodes)
             nodes[name] = TfNode(NodeDef(name=name, op="Identity", input=[f"{node}:{port}"]))
             outputs.append(name)
         view.nodes = nodes
         return view, outputs
-
-
-def _function_converter(view: TfGraph, manager, outputs: List[str], args: List[str],
-                        descs: Sequence[TensorDesc]):
-    """A Converter for a function body whose graph inputs are the arguments, in order, with
-    the given descs (used or not, and of any rank)."""
-    from tf2ir.parser.convert import Converter
-
-    class FunctionConverter(Converter):
-        def _placeholder(self, node: TfNode) -> None:
-            pass   # the arguments are the graph's inputs already
-
-    converter = FunctionConverter(view, manager, None, outputs)
-    for arg, desc in zip(args, descs):
-        converter.values[(arg, 0)] = converter.graph.add_input(
-            arg, TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format))
-    return converter

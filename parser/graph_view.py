@@ -9,6 +9,13 @@ from tf2ir.ir import ConversionError
 from tf2ir.parser.attrs import decode_attr
 
 
+def graph_def_class():
+    """The GraphDef message class: the compiled protos TensorBoard ships (TF's wire format,
+    no TensorFlow import)."""
+    from tensorboard.compat.proto import graph_pb2
+    return graph_pb2.GraphDef
+
+
 def split_tensor_name(name: str) -> Tuple[str, int]:
     """'node:1' → ('node', 1); 'node' → ('node', 0)."""
     node, sep, port = name.rpartition(":")

@@ -7,13 +7,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from google.protobuf import message, text_format
 
-from tf2ir.ir import ConversionError
-
-
-def graph_def_class():
-    # The compiled protos TensorBoard ships: same wire format as TF's, no TF import.
-    from tensorboard.compat.proto import graph_pb2
-    return graph_pb2.GraphDef
+from tf2ir.ir.errors import ConversionError
+from tf2ir.parser.graph_view import graph_def_class
 
 
 def load_graph_def(path: str):

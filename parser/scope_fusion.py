@@ -13,12 +13,15 @@ output, when fusing it would make a cycle, or when it would remove a requested o
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from tensorboard.compat.proto import node_def_pb2
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.names import fresh_name
+from tf2ir.ir.passes.manager import PassManager, Switches
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.plugins.fusion import (
     INNER_NODE_PREFIX, FusionResult, ScopeFusionPass, ScopeMatch, ScopePattern, Tensor,
@@ -50,45 +53,46 @@ class FusedNode(TfNode):
         return name in self._attrs
 
 
-def parse_fusion_switches(specs: Iterable[str]) -> Dict[str, bool]:
-    """['on:gelu,off:swish'] → {'gelu': True, 'swish': False}; NAME 'all' is every pass."""
-    switches: Dict[str, bool] = {}
-    for spec in specs:
-        for item in (s.strip() for s in spec.split(",")):
-            state, sep, name = item.partition(":")
-            if not sep or state not in ("on", "off") or not name.strip():
-                raise ConversionError(f"bad --fusion value {item!r}; expected on:NAME or off:NAME "
-                                      "(comma-separated, NAME may be 'all')", exit_code=2)
-            switches[name.strip()] = state == "on"
-    return switches
+@dataclass
+class FusionTarget:
+    """What a fusion pass works on: the TF graph, the tensors that must survive (requested
+    outputs) and the op-type index the matcher keeps up to date."""
+
+    tf_graph: TfGraph
+    keep: Set[Tensor]
+    index: "GraphIndex"
 
 
-def enabled_passes(passes: Sequence[ScopeFusionPass],
-                   switches: Optional[Dict[str, bool]]) -> List[ScopeFusionPass]:
-    switches = dict(switches or {})
-    known = {p.name for p in passes}
-    unknown = sorted(set(switches) - known - {"all"})
-    if unknown:
-        raise ConversionError(f"--fusion names unknown pass{'es' if len(unknown) > 1 else ''} "
-                              f"{', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}",
-                              exit_code=2)
-    default = switches.pop("all", None)
-    return [p for p in passes
-            if switches.get(p.name, p.enabled if default is None else default)]
+def fusion_manager(manager, switches: Switches = None, check: bool = False) -> PassManager:
+    """The pass manager of the plugins' fusion passes, switched by `switches` (--fusion)."""
+    def runner(fusion_pass: ScopeFusionPass):
+        return lambda target: _PassRun(target.tf_graph, fusion_pass, target.keep,
+                                       target.index).run()
+    records = [p.record(runner(p)) for p in getattr(manager, "fusion_passes", [])]
+    return PassManager(records, switches, "--fusion", check_fused_graph if check else None)
 
 
-def apply_scope_fusion(tf_graph: TfGraph, manager, switches: Optional[Dict[str, bool]] = None,
-                       keep: Sequence[str] = ()) -> Dict[str, int]:
+def apply_scope_fusion(tf_graph: TfGraph, manager, switches: Switches = None,
+                       keep: Sequence[str] = (), check: bool = False) -> Dict[str, int]:
     """Run the manager's enabled fusion passes in order on `tf_graph` (rewritten in place);
     `keep` names tensors that must survive (requested outputs). Returns pass → matches fused."""
-    counts: Dict[str, int] = {}
-    keep_tensors = {split_tensor_name(t) for t in keep}
-    index = GraphIndex(tf_graph)
-    for fusion_pass in enabled_passes(getattr(manager, "fusion_passes", []), switches):
-        applied = _PassRun(tf_graph, fusion_pass, keep_tensors, index).run()
-        if applied:
-            counts[fusion_pass.name] = applied
-    return counts
+    target = FusionTarget(tf_graph, {split_tensor_name(t) for t in keep}, GraphIndex(tf_graph))
+    counts = fusion_manager(manager, switches, check).run(target)
+    return {name: count for name, count in counts.items() if count}
+
+
+def check_fused_graph(target: FusionTarget) -> None:
+    """--check-passes after a fusion pass: every input names an existing node and port."""
+    nodes = target.tf_graph.nodes
+    for node in nodes.values():
+        for src, _ in node.inputs:
+            if src not in nodes:
+                raise ConversionError(f"input '{src}' does not exist", node=node.name,
+                                      op_type=node.op_type)
+        for src in node.control_inputs:
+            if src not in nodes:
+                raise ConversionError(f"control input '{src}' does not exist",
+                                      node=node.name, op_type=node.op_type)
 
 
 # -- matching ---------------------------------------------------------------------------------
@@ -349,10 +353,7 @@ class _PassRun:
         return kept
 
     def _unique(self, name: str, removed: Set[str], taken: Set[str]) -> str:
-        base, i = name, 0
-        while (name in self.tf.nodes and name not in removed) or name in taken:
-            i += 1
-            name = f"{base}_{i}"
+        name = fresh_name(name, taken, lambda n: n in self.tf.nodes and n not in removed)
         taken.add(name)
         return name
 

@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.passes.manager import PassRecord
 
 Count = Union[int, Tuple[int, Optional[int]]]
 Tensor = Tuple[str, int]                       # a TF tensor: (node name, output port)
@@ -262,6 +263,13 @@ class ScopeFusionPass:
         self.generate_result_fn_ = fn
         return fn
 
+    def record(self, run: Optional[Callable[[Any], int]] = None) -> PassRecord:
+        """This pass as the pass manager's record (kind "fusion"); `run` runs it on a
+        fusion target (the parser's matcher provides it)."""
+        return PassRecord(self.name, "fusion", run or (lambda target: 0), self.description,
+                          tuple(self.after), tuple(self.before), default=self.enabled,
+                          plugin=self.plugin)
+
     def generate_result(self, match: ScopeMatch) -> Optional[FusionResult]:
         if self.generate_result_fn_ is None:
             raise ConversionError(f"fusion pass {self.name} has no generate_result function")
@@ -271,28 +279,6 @@ class ScopeFusionPass:
 def scope_fusion_pass(name: str, description: str = "") -> ScopeFusionPass:
     """Start a scope fusion pass; a plugin returns it from `tf2ir_fusion_passes`."""
     return ScopeFusionPass(name, description=description)
-
-
-def order_passes(passes: Sequence[ScopeFusionPass]) -> List[ScopeFusionPass]:
-    """The run order their run_after/run_before declarations compute (ties by name);
-    names of passes that are not installed are ignored."""
-    import networkx as nx
-    by_name: Dict[str, ScopeFusionPass] = {}
-    for p in passes:
-        if p.name in by_name:
-            raise ConversionError(f"fusion pass {p.name} is provided by {by_name[p.name].plugin} "
-                                  f"and {p.plugin}; pass names must be unique", plugin=p.plugin)
-        by_name[p.name] = p
-    dag = nx.DiGraph()
-    dag.add_nodes_from(by_name)
-    for p in passes:
-        dag.add_edges_from((a, p.name) for a in p.after if a in by_name)
-        dag.add_edges_from((p.name, b) for b in p.before if b in by_name)
-    try:
-        return [by_name[n] for n in nx.lexicographical_topological_sort(dag)]
-    except nx.NetworkXUnfeasible:
-        cycle = " -> ".join(a for a, _ in nx.find_cycle(dag))
-        raise ConversionError(f"fusion passes must run before each other in a cycle: {cycle}") from None
 
 
 def inner_node_registration(origin_type: str):

@@ -1,39 +1,46 @@
 """The plugin manager: finds plugins (built-in, the `tf2ir` entry-point group, plugin
-directories), collects their op mappings and resolves which plugin maps each TF op type."""
+directories), collects their op mappings, op prototypes and fusion passes, and resolves
+which plugin maps each TF op type and which prototype each IR op type has."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import importlib.util
 import os
+import pkgutil
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import pluggy
 
-from tf2ir.ir import ConversionError
-from tf2ir.plugins import spec
-from tf2ir.plugins.fusion import (
-    INNER_NODE_PREFIX, ScopeFusionPass, inner_node_registration, order_passes,
-)
+from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.prototype import REGISTRY, OpPrototype
+from tf2ir.plugins import builtin, spec
+from tf2ir.ir.passes.manager import order_passes
+from tf2ir.plugins.fusion import INNER_NODE_PREFIX, ScopeFusionPass, inner_node_registration
 from tf2ir.plugins.registry import OpRegistration
 
-BUILTIN_MODULES = tuple(f"tf2ir.plugins.builtin.{family}" for family in (
-    "nn", "math", "array", "fusion", "control", "elementwise", "shape", "image", "reduce"))
+BUILTIN_MODULES = tuple(f"tf2ir.plugins.builtin.{m.name}"
+                        for m in pkgutil.iter_modules(builtin.__path__) if not m.ispkg)
 PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
 
 
 @dataclass
 class Override:
+    """Two or more plugins claim one origin op type (or declare one IR op type)."""
+
     origin_type: str
-    winner: OpRegistration
-    losers: List[OpRegistration] = field(default_factory=list)
+    winner: Any
+    losers: List[Any] = field(default_factory=list)
+    what: str = ""          # "" for an op mapping, "prototype" for an IR op prototype
 
     def __str__(self) -> str:
         lost = ", ".join(f"{r.plugin} (priority {r.priority})" for r in self.losers)
-        return (f"{self.origin_type}: {self.winner.plugin} (priority {self.winner.priority}) "
-                f"overrides {lost}")
+        kind = f"{self.what} " if self.what else ""
+        return (f"{kind}{self.origin_type}: {self.winner.plugin} (priority "
+                f"{self.winner.priority}) overrides {lost}")
 
 
 class PluginManager:
@@ -46,9 +53,10 @@ class PluginManager:
         self.pm.add_hookspecs(spec)
         if entry_points:
             self._load_entry_points()
-        for module in BUILTIN_MODULES:
+        for module in BUILTIN_MODULES:   # named as their entry points were: builtin_nn, ...
             if not any(getattr(p, "__name__", None) == module for p in self.pm.get_plugins()):
-                self.pm.register(importlib.import_module(module), name=module)
+                self.pm.register(importlib.import_module(module),
+                                 name="builtin_" + module.rsplit(".", 1)[1])
         dirs = list(plugin_dirs)
         if use_env and os.environ.get(PLUGIN_PATH_ENV):
             dirs += [d for d in os.environ[PLUGIN_PATH_ENV].split(os.pathsep) if d]
@@ -57,9 +65,16 @@ class PluginManager:
         self.registry: Dict[str, OpRegistration] = {}
         self.overrides: List[Override] = []
         self.registrations: List[OpRegistration] = []
+        self.prototypes: Dict[str, OpPrototype] = {}
+        self.prototype_overrides: List[Override] = []
         self._collect()
-        self.fusion_passes: List[ScopeFusionPass] = order_passes([  # in run order
-            *self._hook_results("tf2ir_fusion_passes", ScopeFusionPass, "scope_fusion_pass(...)")])
+        self._collect_prototypes()
+        passes = list(self._hook_results("tf2ir_fusion_passes", ScopeFusionPass,
+                                         "scope_fusion_pass(...)"))
+        # The run order (ties by name: plugins load in no particular order).
+        records = order_passes([p.record() for p in sorted(passes, key=lambda p: p.name)])
+        by_name = {p.name: p for p in passes}
+        self.fusion_passes: List[ScopeFusionPass] = [by_name[r.name] for r in records]
 
     # -- loading -------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -89,7 +104,9 @@ class PluginManager:
             file = os.path.abspath(file)
             if self.pm.get_plugin(file) is not None:
                 continue
-            module_name = "tf2ir_plugin_" + os.path.splitext(os.path.basename(file))[0]
+            # Unique per file: two plugin files of one basename must not replace each other.
+            digest = hashlib.sha1(file.encode()).hexdigest()[:10]
+            module_name = f"tf2ir_plugin_{os.path.splitext(os.path.basename(file))[0]}_{digest}"
             try:
                 module_spec = importlib.util.spec_from_file_location(module_name, file)
                 module = importlib.util.module_from_spec(module_spec)
@@ -129,16 +146,19 @@ class PluginManager:
             for origin in reg.origin_types:
                 claims.setdefault(origin, []).append(reg)
         for origin, regs in claims.items():
-            regs = sorted(regs, key=lambda r: -r.priority)
-            if len(regs) > 1:
-                if regs[0].priority == regs[1].priority:
-                    raise ConversionError(
-                        f"origin op type {origin} is claimed by {regs[0].plugin} and "
-                        f"{regs[1].plugin} with equal priority {regs[0].priority}; "
-                        "give one a higher priority (register_op(...).with_priority(N))",
-                        op_type=origin, plugin=regs[0].plugin)
-                self.overrides.append(Override(origin, regs[0], regs[1:]))
-            self.registry[origin] = regs[0]
+            self.registry[origin] = _winner(origin, regs, self.overrides, "",
+                                            "register_op(...).with_priority(N)")
+
+    def _collect_prototypes(self) -> None:
+        """Every plugin's declared prototypes; the winner per op type goes into the
+        registry that inference, verification and lowering read."""
+        claims: Dict[str, List[OpPrototype]] = {}
+        for proto in self._hook_results("tf2ir_op_prototypes", OpPrototype, "op_prototype(...)"):
+            claims.setdefault(proto.op_type, []).append(proto)
+        for op_type, protos in claims.items():
+            self.prototypes[op_type] = _winner(op_type, protos, self.prototype_overrides,
+                                               "prototype", "op_prototype(...).with_priority(N)")
+        REGISTRY.install(list(self.prototypes.values()))
 
     def overrides_for(self, origin_types) -> List[Override]:
         """The overrides that decide how these origin op types are mapped."""
@@ -152,3 +172,19 @@ class PluginManager:
 
     def plugin_names(self) -> List[str]:
         return [name for name, _ in self.pm.list_name_plugin()]
+
+
+def _winner(key: str, claims: List[Any], overrides: List[Override], what: str, fix: str) -> Any:
+    """The highest-priority claim on `key`; a tie at the top is an error, an override is
+    recorded."""
+    claims = sorted(claims, key=lambda c: -c.priority)
+    if len(claims) > 1:
+        if claims[0].priority == claims[1].priority:
+            noun = "IR op type" if what else "origin op type"
+            verb = "declared" if what else "claimed"
+            raise ConversionError(
+                f"{noun} {key} is {verb} by {claims[0].plugin} and {claims[1].plugin} with "
+                f"equal priority {claims[0].priority}; give one a higher priority ({fix})",
+                op_type=key, plugin=claims[0].plugin)
+        overrides.append(Override(key, claims[0], claims[1:], what))
+    return claims[0]

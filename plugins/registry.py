@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
@@ -75,13 +76,21 @@ class OpRegistration:
         self.priority = int(priority)
         return self
 
-    # shorter Python spellings
-    origin = origin_op_type
-    parse_params = parse_params_fn
-    parse_op_to_graph = parse_op_to_graph_fn
+    # Deprecated shorter spellings: one release with a warning, then gone.
+    def origin(self, *op_types: str) -> "OpRegistration":
+        _deprecated("origin", "origin_op_type")
+        return self.origin_op_type(*op_types)
+
+    def parse_params(self, fn: ParseParamsFn) -> "OpRegistration":
+        _deprecated("parse_params", "parse_params_fn")
+        return self.parse_params_fn(fn)
+
+    def parse_op_to_graph(self, fn: ParseOpToGraphFn) -> "OpRegistration":
+        _deprecated("parse_op_to_graph", "parse_op_to_graph_fn")
+        return self.parse_op_to_graph_fn(fn)
 
     def __call__(self, fn: ParseParamsFn) -> ParseParamsFn:
-        """Use the registration as a decorator on its parse-params function."""
+        """The decorator form of `.parse_params_fn(fn)` (DESIGN decision 1)."""
         self.parse_params_fn_ = fn
         return fn
 
@@ -94,6 +103,11 @@ class OpRegistration:
             return parse_partitioned_call
         from tf2ir.plugins.mapping import auto_mapping
         return auto_mapping
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"OpRegistration.{old} is deprecated; use .{new}(...) (the seed's name)",
+                  DeprecationWarning, stacklevel=3)
 
 
 def register_op(ir_type: str) -> OpRegistration:

@@ -24,3 +24,12 @@ def tf2ir_fusion_passes() -> List["ScopeFusionPass"]:
     the order their run_after/run_before names compute; a conversion switches each one with
     `--fusion on:NAME,off:NAME`. A many-to-one pass's result type is mapped by an op mapping
     registered with `.fusion_parse_params_fn(fn)`."""
+
+
+@hookspec
+def tf2ir_op_prototypes() -> List["OpPrototype"]:
+    """Return the IR op prototypes this plugin declares (`tf2ir.ir.op_prototype(...)` or an
+    `OpSet`'s): ports, attributes, inference, fold function and ONNX lowering. They get the
+    priority, provenance and conflict rules of op mappings: when two plugins declare one op
+    type the higher `.with_priority(N)` wins and the override is reported; equal priorities
+    are an error. The built-in op families (`tf2ir.opp`) are declared this way too."""

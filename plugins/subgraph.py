@@ -10,7 +10,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, Graph, Node, TensorDesc, Value
 from tf2ir.ir.prototype import get_prototype, has_prototype
-from tf2ir.ir.verify import verify_node
+from tf2ir.ir.infer import infer_node
 
 CALL_OP = "PartitionedCall"
 SUBGRAPH_KEY = "f"
@@ -34,8 +34,7 @@ class SubgraphBuilder:
                                   f"{len(self.call.inputs)} inputs")
         desc = self.call.inputs[index].desc
         node = self.graph.add_node("Data", [], {"index": index}, name or f"data_{index}",
-                                   output_descs=[TensorDesc(desc.dtype, desc.shape, desc.format,
-                                                            desc.origin_format)])
+                                   output_descs=[desc.copy()])
         self._data[index] = node.outputs[0]
         return node.outputs[0]
 
@@ -48,7 +47,7 @@ class SubgraphBuilder:
         if num_outputs is None:
             num_outputs = get_prototype(op_type).default_output_count(attrs) or 1
         node = self.graph.add_node(op_type, inputs, attrs, name, num_outputs=num_outputs)
-        verify_node(node)
+        infer_node(node)
         return node
 
     def const(self, array: Any, name: str = "Const") -> Value:

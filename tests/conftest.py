@@ -12,6 +12,28 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def builtin_prototypes():
+    """Tests that build IR by hand need the op prototypes in force: the plugin manager
+    installs them (the built-in op families are plugins like any other)."""
+    from tf2ir.plugins.manager import PluginManager
+    PluginManager(use_env=False)
+
+
+@pytest.fixture
+def extra_prototypes():
+    """extra_prototypes(proto, ...) puts prototypes in force beside the installed ones for
+    one test; the registry is restored afterwards."""
+    from tf2ir.ir.prototype import REGISTRY
+    saved = list(REGISTRY.all().values())
+
+    def install(*protos):
+        REGISTRY.install([p for p in saved if p.op_type not in {q.op_type for q in protos}]
+                         + list(protos))
+    yield install
+    REGISTRY.install(saved)
+
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("models"))

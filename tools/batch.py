@@ -15,9 +15,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.tools.options import add_common, add_fusion_option, add_shape_options
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED = ExitStatus.OK, ExitStatus.FAILED
+EXIT_USAGE, EXIT_UNSUPPORTED = ExitStatus.USAGE, ExitStatus.UNSUPPORTED
 MODEL_SUFFIXES = (".pb", ".pbtxt")
 SIDECAR_SUFFIX = ".tf2ir.json"
 STATUSES = ("ok", "skipped", "failed", "unsupported")
@@ -80,16 +82,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--report", metavar="FILE.json", help="write a JSON report")
     parser.add_argument("--junit", metavar="FILE.xml",
                         help="write a JUnit XML file, one testcase per model")
-    parser.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="default input shapes, as for `tf2ir convert`; repeatable")
-    parser.add_argument("--outputs", default=None, metavar="T1,T2",
-                        help="default output tensors, comma-separated")
-    parser.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
-                        help="default fusion switches, as for `tf2ir convert`; repeatable")
-    parser.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
-    parser.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
-                        help="load plugins from this file or directory (repeatable; "
-                             "also TF2IR_PLUGIN_PATH)")
+    add_shape_options(parser)     # defaults for every model, as for `tf2ir convert`
+    add_fusion_option(parser)
+    add_common(parser)
     return parser
 
 
@@ -223,9 +218,7 @@ def _plugin_manager(plugin_dirs: Tuple[str, ...]):
 
 def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False) -> Result:
     """Convert one model as `tf2ir convert` does; never raises, the Result says what happened."""
-    from tf2ir.ir.compile import compile_to_file
-    from tf2ir.parser.convert import convert_file, parse_input_shapes
-    from tf2ir.parser.scope_fusion import parse_fusion_switches
+    from tf2ir.parser.pipeline import Options, Pipeline, parse_input_shapes
 
     start = time.perf_counter()
     sidecar = job.output + SIDECAR_SUFFIX
@@ -241,12 +234,12 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
             return result("skipped", "unchanged")
         if os.path.exists(sidecar):
             os.remove(sidecar)   # the output no longer matches what it records
-        shapes = parse_input_shapes(job.inputs)
-        fusion = parse_fusion_switches(job.fusion)
-        graph, _ = convert_file(job.model, _plugin_manager(tuple(plugin_dirs)), shapes,
-                                job.outputs or None, fusion=fusion)
+        options = Options(input_shapes=parse_input_shapes(job.inputs),
+                          outputs=job.outputs or None, fusion=job.fusion or None)
+        pipeline = Pipeline(_plugin_manager(tuple(plugin_dirs)), options)
+        graph, _ = pipeline.convert_file(job.model)
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
-        compile_to_file(graph, job.output, model_name=job.model)
+        pipeline.compile(graph, job.output, model=job.model)
         _write_sidecar(sidecar, fingerprint)
         return result("ok")
     except ConversionError as exc:
@@ -367,13 +360,11 @@ def batch_exit_status(results: Sequence[Result]) -> int:
 
 
 def run(args) -> int:
-    from tf2ir.parser.convert import parse_input_shapes
-    from tf2ir.parser.scope_fusion import parse_fusion_switches
+    from tf2ir.tools.options import pipeline_from_args
 
     if args.jobs < 1:
         raise ConversionError(f"bad -j {args.jobs}; expected at least 1", exit_code=EXIT_USAGE)
-    parse_input_shapes(args.inputs)        # bad defaults are a usage error, before any work
-    parse_fusion_switches(args.fusion)
+    pipeline_from_args(args)     # bad default options are a usage error, before any work
     defaults = {"inputs": list(args.inputs), "outputs": _split_list(args.outputs),
                 "fusion": list(args.fusion)}
     if os.path.isdir(args.input):

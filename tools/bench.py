@@ -27,17 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
+
+from tf2ir.tools.measure import Measure, run_measured
 from typing import Dict, List, Optional, Tuple
-
-
-@dataclass
-class Measure:
-    seconds: float
-    peak_mb: float
-    ok: bool
-    error: str = ""
 
 
 @dataclass
@@ -52,19 +45,6 @@ class Row:
     # latency in ms: {"tf2ir": {"1": ms, "all": ms}, "tf2onnx": {...}, "tf": {...}}
     latency: Dict[str, Dict[str, float]] = field(default_factory=dict)
     max_error: Optional[float] = None     # tf2ir's output against TensorFlow's
-
-
-def run_measured(cmd: List[str]) -> Measure:
-    """Run `cmd` as a child process: wall seconds and its own peak RSS (os.wait4)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    error = "" if proc.returncode == 0 else stderr.decode(errors="replace").strip().splitlines()[-1:]
-    return Measure(seconds, usage.ru_maxrss / 1024.0, proc.returncode == 0,
-                   error[0] if error else "")
 
 
 def best_of(cmd: List[str], repeat: int) -> Measure:
@@ -89,7 +69,7 @@ def ensure_frozen(name: str, model_dir: str) -> Tuple[str, List[str]]:
 _COUNT_SCRIPT = """
 import json, os, sys
 import onnx
-from tf2ir.parser.convert import convert_file
+from tf2ir.parser.pipeline import convert_file
 from tf2ir.parser.load import load_graph_def
 pb, out = sys.argv[1:]
 graph, _ = convert_file(pb)

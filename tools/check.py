@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional
 
-from tf2ir.tools.cli import EPILOG, EXIT_OK, EXIT_UNSUPPORTED
+from tf2ir.ir.errors import ExitStatus
+from tf2ir.tools.options import (
+    EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_shape_options,
+    pipeline_from_args,
+)
 
 # Op types the converter handles itself, without a plugin.
 CONVERTER_OPS = {"Placeholder", "Const", "NoOp"}
@@ -37,45 +40,39 @@ class SupportReport:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from tf2ir.tools.cli import _add_common, _add_model_source
     parser = subparsers.add_parser(
         "check", help="report which op types of a model are supported, without converting",
         description="List every TF op type of MODEL with its count and the plugin (and IR op) "
                     "that maps it, the unsupported op types with an example node each, and the "
                     "scope fusions that would apply. Exit 0 when everything is supported, 3 if not.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
-                                      "or Keras .keras/.h5 file")
+    parser.add_argument("model", help=MODEL_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="input shapes as for convert (checked against the Placeholders)")
-    parser.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
-                        help="switch scope fusion passes on or off by name, as for convert")
-    _add_common(parser)
-    _add_model_source(parser)
+    add_shape_options(parser)
+    add_fusion_option(parser)
+    add_common(parser)
+    add_model_source(parser)
     return parser
 
 
-def check_graph_def(graph_def, model: str, manager, outputs=None, fusion=None,
-                    input_shapes=None) -> SupportReport:
-    """The support report of a GraphDef: op types before fusion, support after it."""
-    from tf2ir.ir import ConversionError
+def support_report(pipeline, graph_def, model: str, outputs=None) -> SupportReport:
+    """The support report of a GraphDef, from the pipeline's front half, so it covers exactly
+    the nodes `convert` would map: op types before fusion, support after it."""
     from tf2ir.parser.convert import PASSTHROUGH
-    from tf2ir.parser.functions import inline_functions
     from tf2ir.parser.graph_view import TfGraph
-    from tf2ir.parser.scope_fusion import apply_scope_fusion
 
-    tf_graph = TfGraph(graph_def, model)
-    inline_functions(tf_graph)
-    for name in input_shapes or {}:
-        if name not in tf_graph or tf_graph[name].op_type != "Placeholder":
-            raise ConversionError(f"--inputs names '{name}', which is not a Placeholder of the "
-                                  "graph", model=model, exit_code=2)
-    before = _by_type(tf_graph)
-    fusions = apply_scope_fusion(tf_graph, manager, fusion, outputs or ())
-    after = _by_type(tf_graph)
-    fused_types = {}   # op type → the passes that absorbed some of its nodes or made them
-    for node in tf_graph.nodes.values():
+    manager = pipeline.manager
+    front = pipeline.front(graph_def, model, outputs)
+    after = _by_type(front.tf_graph, front.kept)
+    # Before fusion: the nodes of the unfused graph the same outputs need.
+    before_graph = TfGraph(graph_def, model)
+    _inline_for_report(pipeline, before_graph)
+    before_kept = before_graph.upstream(sorted({n for n, _ in front.outputs if n in before_graph},
+                                               key=list(before_graph.nodes).index))
+    before = _by_type(before_graph, before_kept)
+    fused_types: Dict[str, set] = {}   # op type → the passes that absorbed or made its nodes
+    for name in front.kept:
+        node = front.tf_graph[name]
         if getattr(node, "pass_name", ""):
             fused_types.setdefault(node.op_type, set()).add(node.pass_name)
         for inner in getattr(node, "inner_nodes", ()):
@@ -99,33 +96,30 @@ def check_graph_def(graph_def, model: str, manager, outputs=None, fusion=None,
             unsupported.append(row)
         rows.append(row)
     return SupportReport(model, sum(len(v) for v in before.values()), not unsupported,
-                         rows, unsupported, fusions)
+                         rows, unsupported, front.fusions)
 
 
-def _by_type(tf_graph) -> Dict[str, List[str]]:
+def _inline_for_report(pipeline, tf_graph) -> None:
+    from tf2ir.parser.functions import inline_functions
+    inline_functions(tf_graph, pipeline)
+
+
+def _by_type(tf_graph, names: List[str]) -> Dict[str, List[str]]:
     found: Dict[str, List[str]] = {}
-    for name, node in tf_graph.nodes.items():
-        found.setdefault(node.op_type, []).append(name)
+    for name in names:
+        found.setdefault(tf_graph[name].op_type, []).append(name)
     return found
 
 
 def run(args) -> int:
-    from tf2ir.parser.convert import parse_input_shapes
-    from tf2ir.parser.load import load_model
-    from tf2ir.parser.scope_fusion import parse_fusion_switches
-    from tf2ir.plugins.manager import PluginManager
-    from tf2ir.tools.cli import model_tags
-
-    shapes = parse_input_shapes(args.inputs)
-    fusion = parse_fusion_switches(args.fusion)
-    manager = PluginManager(plugin_dirs=args.plugin_dir)
-    graph_def, outputs = load_model(args.model, args.signature, model_tags(args))
-    report = check_graph_def(graph_def, args.model, manager, outputs, fusion, shapes)
+    pipeline = pipeline_from_args(args)
+    graph_def, outputs = pipeline.load(args.model)
+    report = support_report(pipeline, graph_def, args.model, pipeline.options.outputs or outputs)
     if args.json:
         print(json.dumps(asdict(report), indent=2))
     else:
         print(format_report(report))
-    return EXIT_OK if report.supported else EXIT_UNSUPPORTED
+    return ExitStatus.OK if report.supported else ExitStatus.UNSUPPORTED
 
 
 def format_report(report: SupportReport) -> str:
@@ -161,7 +155,3 @@ def format_report(report: SupportReport) -> str:
         lines.append("unsupported: " + ", ".join(parts))
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    from tf2ir.tools.cli import main
-    sys.exit(main(["check", *sys.argv[1:]]))

@@ -9,43 +9,13 @@ import sys
 import time
 from typing import List, Optional
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNSUPPORTED = 3
-
-EPILOG = """exit status:
-  0  success
-  1  conversion failed (bad file, plugin failure, invalid IR)
-  2  usage error (bad option or argument)
-  3  unsupported op types: the model has op types no plugin maps
-  4  verification mismatch (verify, convert --verify): outputs differ from TensorFlow
-"""
+from tf2ir.ir.errors import ExitStatus
+from tf2ir.tools.options import (
+    EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_pass_options,
+    add_shape_options, passes_epilog, pipeline_from_args, plugin_manager,
+)
 
 log = logging.getLogger("tf2ir")
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show phases with their times, and tracebacks on errors")
-    parser.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
-                        help="load plugins from this file or directory (repeatable; "
-                             "also TF2IR_PLUGIN_PATH)")
-
-
-def _add_model_source(parser: argparse.ArgumentParser) -> None:
-    """Options for SavedModel inputs, and --quiet (commands that read a model)."""
-    parser.add_argument("--signature", default=None, metavar="NAME",
-                        help="SavedModel signature to convert (default: serving_default)")
-    parser.add_argument("--tag", default="serve", metavar="TAG[,TAG]",
-                        help="SavedModel meta-graph tags, comma-separated (default: serve)")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="print nothing but errors on stderr")
-
-
-def _passes_epilog() -> str:
-    from tf2ir.ir.passes.pipeline import describe_passes
-    return f"optimisation passes (--passes; default state):\n{describe_passes()}\n\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,42 +29,34 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert a frozen TF graph (.pb/.pbtxt) to ONNX or to IR",
         description="Convert a frozen TensorFlow GraphDef (.pb binary or .pbtxt text) into "
                     "an ONNX model (default) or into tf2ir's text IR with a weights file.",
-        epilog=_passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    convert.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
-                                       "or Keras .keras/.h5 file")
+        epilog=passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    convert.add_argument("model", help=MODEL_HELP)
     convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
     convert.add_argument("--emit", choices=("onnx", "ir"), default=None,
                          help="what to write (default: from the output's extension, else onnx)")
-    convert.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
-                         help="fix an input's shape, e.g. input:1,224,224,3 (? or -1 = unknown); "
-                              "repeatable")
-    convert.add_argument("--outputs", default=None, metavar="T1,T2",
-                         help="output tensors, comma-separated (default: the graph's sinks)")
-    convert.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
-                         help="switch scope fusion passes on or off by name (NAME 'all' is every "
-                              "pass); repeatable")
-    convert.add_argument("--passes", action="append", default=[], metavar="on:NAME,off:NAME",
-                         help="switch ONNX optimisation passes (listed below) on or off by name, "
-                              "e.g. off:layout,off:cse (NAME 'all' is every pass); repeatable")
+    add_shape_options(convert)
+    add_fusion_option(convert)
+    add_pass_options(convert)
     convert.add_argument("--verify", action="store_true",
                          help="run TensorFlow and onnxruntime on random inputs and compare "
                               "(exit 4 on a mismatch; the output file is kept)")
-    _add_common(convert)
-    _add_model_source(convert)
+    add_common(convert)
+    add_model_source(convert)
 
     compile_ = sub.add_parser(
         "compile", help="compile a saved IR (.ir + .ir.weights) to ONNX",
         description="Verify a saved tf2ir IR file against the op prototypes and compile it to ONNX.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     compile_.add_argument("ir", help="IR text file written by `tf2ir convert --emit ir`")
     compile_.add_argument("-o", "--output", required=True, help="output .onnx file")
-    _add_common(compile_)
+    add_pass_options(compile_)
+    add_common(compile_)
 
     plugins = sub.add_parser("plugins", help="list the registered op mapping plugins",
                              description="List every origin TF op type with the IR op type and "
                                          "plugin that maps it.")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
-    _add_common(plugins)
+    add_common(plugins)
 
     from tf2ir.tools import verify
     verify.add_parser(sub)
@@ -116,11 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _manager(args):
-    from tf2ir.plugins.manager import PluginManager
-    return PluginManager(plugin_dirs=args.plugin_dir)
-
-
 def _timed(phases, name):
     class _Timer:
         def __enter__(self):
@@ -133,40 +90,30 @@ def _timed(phases, name):
 
 
 def cmd_convert(args) -> int:
-    from tf2ir.parser.convert import parse_input_shapes
-
     emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
-    shapes = parse_input_shapes(args.inputs)
-    outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
-    from tf2ir.parser.scope_fusion import parse_fusion_switches
-    fusion = parse_fusion_switches(args.fusion)
-    from tf2ir.ir.passes.pipeline import enabled_passes
-    enabled_passes(args.passes or None)      # a bad --passes value fails before any work
     from tf2ir.tools.progress import PhaseLine, wanted
+    phases = {}
+    with _timed(phases, "plugins"):
+        manager = plugin_manager(args)
+    pipeline = pipeline_from_args(args, manager)   # bad options fail before any work
     with PhaseLine(wanted(args.quiet or args.verbose)) as progress:   # -v logs phases itself
-        return _convert(args, emit, shapes, outputs, fusion, progress)
+        return _convert(args, emit, pipeline, progress)
 
 
-def _convert(args, emit, shapes, outputs, fusion, progress) -> int:
-    from tf2ir.ir.compile import compile_to_file
+def _convert(args, emit, pipeline, progress) -> int:
     from tf2ir.ir.text import save
-    from tf2ir.parser.convert import convert_file
 
     phases = {}
-    progress.phase("loading plugins")
-    with _timed(phases, "plugins"):
-        manager = _manager(args)
     progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
-    graph, report = convert_file(args.model, manager, shapes, outputs, fusion=fusion,
-                                 signature=args.signature, tags=model_tags(args))
+    graph, report = pipeline.convert_file(args.model)
     progress.phase(f"{'saving' if emit == 'ir' else 'compiling'} {report.ir_nodes} IR nodes")
     with _timed(phases, "save" if emit == "ir" else "compile"):
         if emit == "ir":
             save(graph, args.output)
         else:
-            compile_to_file(graph, args.output, model_name=args.model, passes=args.passes or None)
+            pipeline.compile(graph, args.output, model=args.model)
     progress.close()
-    for override in manager.overrides_for(report.op_types):
+    for override in pipeline.manager.overrides_for(report.op_types):
         if not args.quiet:
             print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent, unless asked
     for name, seconds in report.phases.items():
@@ -178,27 +125,27 @@ def _convert(args, emit, shapes, outputs, fusion, progress) -> int:
     if getattr(args, "verify", False):
         from tf2ir.tools.verify import verify_after_convert
         return verify_after_convert(args, report, graph, emit, progress)
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def cmd_compile(args) -> int:
-    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.infer import infer_graph
     from tf2ir.ir.text import load
-    from tf2ir.ir.verify import verify_graph
 
     phases = {}
+    pipeline = pipeline_from_args(args)   # its plugins declare the IR's op prototypes
     with _timed(phases, "load"):
         graph = load(args.ir)
     with _timed(phases, "verify"):
-        verify_graph(graph, model=args.ir)
+        infer_graph(graph, model=args.ir)
     with _timed(phases, "compile"):
-        compile_to_file(graph, args.output, model_name=args.ir)
-    return EXIT_OK
+        pipeline.compile(graph, args.output, model=args.ir)
+    return ExitStatus.OK
 
 
 def cmd_plugins(args) -> int:
     import json
-    manager = _manager(args)
+    manager = plugin_manager(args)
     rows = []
     for origin in sorted(manager.registry):
         reg = manager.registry[origin]
@@ -208,7 +155,7 @@ def cmd_plugins(args) -> int:
                      "overrides": overrides})
     if args.json:
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
+        return ExitStatus.OK
     width = max((len(r["origin_op_type"]) for r in rows), default=10)
     ir_width = max((len(r["ir_op_type"]) for r in rows), default=10)
     print(f"{'ORIGIN OP TYPE':<{width}}  {'IR OP TYPE':<{ir_width}}  {'IMPLY':<7}  PLUGIN")
@@ -219,14 +166,14 @@ def cmd_plugins(args) -> int:
     print(f"{len(rows)} origin op types")
     for p in manager.fusion_passes:   # in run order
         print(f"fusion pass {p.name:<12} {'on ' if p.enabled else 'off'}  {p.plugin}  {p.description}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def cmd_new_plugin(args) -> int:
     from tf2ir.tools.scaffold import write_plugin_package
     root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op)
     print(f"wrote {root}: pip install {root} && tf2ir plugins | grep {args.origin_op}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def cmd_verify(args) -> int:
@@ -237,10 +184,6 @@ def cmd_verify(args) -> int:
 def cmd_check(args) -> int:
     from tf2ir.tools.check import run
     return run(args)
-
-
-def model_tags(args) -> tuple:
-    return tuple(t.strip() for t in (getattr(args, "tag", None) or "").split(",") if t.strip())
 
 
 def cmd_batch(args) -> int:
@@ -282,10 +225,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         print(f"tf2ir: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         _remove_partial(output)
-        return EXIT_FAILED
+        return ExitStatus.FAILED
     except KeyboardInterrupt:
         _remove_partial(output)
-        return 130
+        return ExitStatus.SIGINT
     except Exception as exc:  # a bug in tf2ir: still one line, the traceback with -v
         if args.verbose:
             import traceback
@@ -294,7 +237,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"tf2ir: error: internal error while handling {model}: {type(exc).__name__}: {exc} "
               "(run with -v for the traceback)", file=sys.stderr)
         _remove_partial(output)
-        return EXIT_FAILED
+        return ExitStatus.FAILED
 
 
 def _remove_partial(output: Optional[str]) -> None:

@@ -70,6 +70,11 @@ def parse_params(src, op):
 
 
 @hookimpl
+def tf2ir_op_prototypes():
+    return [prototype]
+
+
+@hookimpl
 def tf2ir_op_mappings():
     return [register_op({ir_op!r}).framework_type("TENSORFLOW").origin_op_type({origin!r})
             .parse_params_fn(parse_params).imply_type(ImplyType.CUSTOM)]
@@ -99,7 +104,7 @@ import os
 
 from tensorboard.compat.proto import graph_pb2
 
-from tf2ir.ir.compile import compile_to_model
+from tf2ir.ir.onnx.compile import compile_to_model
 from tf2ir.parser import convert_graph_def
 from tf2ir.plugins import PluginManager
 
@@ -137,7 +142,7 @@ def package_name(name: str) -> str:
 def write_plugin_package(name: str, origin: str, out_dir: str = ".",
                          ir_op: Optional[str] = None) -> str:
     """Write the package into OUT_DIR/NAME; return its path. Refuses to overwrite."""
-    from tf2ir.ir import has_prototype
+    from tf2ir.plugins.manager import PluginManager
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", name):
         raise ConversionError(f"plugin name {name!r} must start with a letter and use letters, "
                               "digits, '_', '-' or '.'", exit_code=2)
@@ -147,9 +152,10 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
     if os.path.exists(root):
         raise ConversionError(f"{root} exists already; choose another name or directory", exit_code=2)
     package = package_name(name)
-    existing = ir_op is not None and has_prototype(ir_op)
+    declared = PluginManager(use_env=False).prototypes
+    existing = ir_op is not None and ir_op in declared
     ir_op = ir_op or origin
-    if not existing and has_prototype(ir_op):
+    if not existing and ir_op in declared:
         raise ConversionError(f"IR op {ir_op} exists already; pass --ir-op {ir_op} to map to it, "
                               "or another --ir-op name to declare a new one", exit_code=2)
     values = dict(name=name, package=package, origin=origin, ir_op=ir_op,

@@ -12,10 +12,14 @@ from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.tools.options import (
+    EPILOG, MODEL_HELP, add_common, add_model_source, add_shape_options, model_tags,
+    pipeline_from_args,
+)
 
-EXIT_OK = 0
-EXIT_MISMATCH = 4
+EXIT_OK = ExitStatus.OK
+EXIT_MISMATCH = ExitStatus.MISMATCH
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-4
 DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
@@ -57,7 +61,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from tf2ir.tools.cli import EPILOG, _add_common, _add_model_source
     verify = subparsers.add_parser(
         "verify", help="convert a frozen graph and compare onnxruntime with TensorFlow",
         description="Convert a frozen TensorFlow GraphDef to ONNX, run both TensorFlow and "
@@ -65,17 +68,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "the first TF node whose converted tensor diverges is named, with its op "
                     "type and plugin. Exit 0 on a match, 4 on a mismatch.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    verify.add_argument("model", help="frozen GraphDef (.pb, .pbtxt), SavedModel directory, "
-                                      "or Keras .keras/.h5 file")
+    verify.add_argument("model", help=MODEL_HELP)
     verify.add_argument("--onnx", default=None, metavar="OUT.onnx",
                         help="also write the converted model here (kept on a mismatch)")
-    verify.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="fix an input's shape, as for convert; repeatable")
-    verify.add_argument("--outputs", default=None, metavar="T1,T2",
-                        help="output tensors, comma-separated (default: the graph's sinks)")
+    add_shape_options(verify)
     add_options(verify)
-    _add_common(verify)
-    _add_model_source(verify)
+    add_common(verify)
+    add_model_source(verify)
     return verify
 
 
@@ -87,34 +86,25 @@ def options_from_args(args) -> VerifyOptions:
 
 
 def run(args) -> int:
-    from tf2ir.ir.compile import compile_to_file
-    from tf2ir.parser.convert import convert_file, parse_input_shapes
-    from tf2ir.plugins.manager import PluginManager
-
-    from tf2ir.tools.cli import model_tags
     from tf2ir.tools.progress import PhaseLine, wanted
 
-    manager = PluginManager(plugin_dirs=args.plugin_dir)
-    shapes = parse_input_shapes(args.inputs)
-    outputs = [o.strip() for o in args.outputs.split(",") if o.strip()] if args.outputs else None
+    pipeline = pipeline_from_args(args)
     with PhaseLine(wanted(args.quiet or args.verbose)) as progress:
         progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
-        graph, report = convert_file(args.model, manager, shapes, outputs,
-                                     signature=args.signature, tags=model_tags(args))
+        graph, report = pipeline.convert_file(args.model)
         if not args.quiet:
-            for override in manager.overrides_for(report.op_types):
+            for override in pipeline.manager.overrides_for(report.op_types):
                 print(f"tf2ir: note: {override}", file=sys.stderr)
         with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
             onnx_path = args.onnx or os.path.join(tmp, "model.onnx")
             progress.phase(f"compiling {report.ir_nodes} IR nodes")
-            compile_to_file(graph, onnx_path, model_name=args.model)
+            pipeline.compile(graph, onnx_path, model=args.model)
             return verify_conversion(args.model, onnx_path, report, options_from_args(args),
                                      graph=graph, source=_source(args), progress=progress)
 
 
 def _source(args) -> dict:
     """How to load the model again for TensorFlow: SavedModel signature and tags."""
-    from tf2ir.tools.cli import model_tags
     return {"signature": getattr(args, "signature", None), "tags": model_tags(args)}
 
 
@@ -133,7 +123,7 @@ def _verify_after_convert(args, report, graph, emit, progress) -> int:
     if emit == "onnx":
         return verify_conversion(args.model, args.output, report, options, graph=graph,
                                  source=source, progress=progress)
-    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.onnx.compile import compile_to_file
     with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:   # --emit ir: compile a copy
         onnx_path = os.path.join(tmp, "model.onnx")
         compile_to_file(graph, onnx_path, model_name=args.model)
@@ -311,7 +301,7 @@ def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str]) -> List[np.
 def debug_candidates(model, tf_graph, report, graph=None) -> List[Tuple[str, int, str, int]]:
     """(TF node, port, ONNX tensor name, ONNX element type from the IR) for every converted TF tensor that still exists
     as an ONNX node output (folding and inlining remove some), in topological order."""
-    from tf2ir.ir.onnx_writer import ONNX_DTYPES
+    from tf2ir.ir.onnx.writer import ONNX_DTYPES
     produced = {name for node in model.graph.node for name in node.output}
     inputs = {i.name for i in model.graph.input}
     seen, candidates = set(), []

@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from tf2ir.tools.bench import run_measured
+from tf2ir.tools.measure import run_measured
 
 DEFAULT_MODEL_DIR = os.path.join(tempfile.gettempdir(), "tf2ir-models")
 DEFAULT_RTOL = 0.01       # max abs error allowed, relative to the spread (ptp) of TF's output

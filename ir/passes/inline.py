@@ -6,15 +6,10 @@ from typing import Dict, List, Optional
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node, Value
-from tf2ir.ir.tensor import TensorDesc
 
 CALL_OP = "PartitionedCall"
 DATA_OP = "Data"
 SUBGRAPH_KEY = "f"
-
-
-def _copy_desc(desc: TensorDesc) -> TensorDesc:
-    return TensorDesc(desc.dtype, desc.shape, desc.format, desc.origin_format)
 
 
 def inline_subgraphs(graph: Graph) -> Graph:
@@ -53,7 +48,7 @@ def _inline_call(graph: Graph, call: Node) -> None:
                                          for v in inner.inputs]
         new = graph.add_node(inner.op_type, inputs, dict(inner.attrs), f"{call.name}/{inner.name}",
                              output_names=[f"{call.name}/{v.name}" for v in inner.outputs],
-                             output_descs=[_copy_desc(v.desc) for v in inner.outputs])
+                             output_descs=[v.desc.copy() for v in inner.outputs])
         new.subgraphs = dict(inner.subgraphs)
         for sub in new.subgraphs.values():
             _remap_captures(sub, mapped)
@@ -107,5 +102,5 @@ def _keep_names(graph: Graph, results: List[Value], names: List[str],
         value, name = results[k], names[k]
         if value.name != name:
             identity = graph.add_node("Identity", [value], name=name, output_names=[name],
-                                      output_descs=[_copy_desc(value.desc)])
+                                      output_descs=[value.desc.copy()])
             graph.outputs[slot] = identity.outputs[0]

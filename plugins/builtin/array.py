@@ -1,5 +1,6 @@
 """Built-in mappings for TF's array ops (reshape, slice, pad, pack, concat, cast, shape)."""
 
+from tf2ir.opp import array as array_ops
 from tf2ir.plugins import (
     DynamicInputOutputInfo, auto_mapping, auto_mapping_dynamic, hookimpl, register_op,
 )
@@ -59,3 +60,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(array_ops.OPS)

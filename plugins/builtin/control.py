@@ -5,6 +5,7 @@ library functions converted through the same plugins into subgraphs."""
 
 from tf2ir.ir import ConversionError, TensorDesc
 from tf2ir.plugins import hookimpl, register_op
+from tf2ir.opp import control as control_ops
 
 
 def parse_params_add_n(src, op):
@@ -79,3 +80,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(control_ops.OPS)

@@ -1,6 +1,7 @@
 """Built-in mappings: elementwise ops beyond the basic arithmetic: more unary math, integer division, comparisons, logical and bitwise ops, selection and clipping."""
 
 from tf2ir.plugins import hookimpl, register_op
+from tf2ir.opp import elementwise as elementwise_ops
 
 # IR op type → the TF op types it maps (auto mapping: the attributes keep their TF names).
 _ELEMENTWISE = {
@@ -29,3 +30,8 @@ MAPPINGS = [register_op(ir).origin_op_type(*tf) for ir, tf in _ELEMENTWISE.items
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(elementwise_ops.OPS)

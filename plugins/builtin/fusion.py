@@ -13,6 +13,7 @@ from tf2ir.ir import ConversionError
 from tf2ir.plugins import (
     FusionResult, ScopePattern, Structure, at_least, hookimpl, register_op, scope_fusion_pass,
 )
+from tf2ir.opp import fusion as fusion_ops
 
 
 def _close(value: Optional[float], target: float) -> bool:
@@ -225,3 +226,8 @@ def tf2ir_fusion_passes():
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(fusion_ops.OPS)

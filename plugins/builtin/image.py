@@ -4,6 +4,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
+from tf2ir.opp import image as image_ops
 
 
 def _formats(op, data_inputs, fmt, filter_input=None):
@@ -94,3 +95,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(image_ops.OPS)

@@ -3,6 +3,7 @@
 from tf2ir.plugins import (
     DynamicInputOutputInfo, ImplyType, auto_mapping, auto_mapping_dynamic, hookimpl, register_op,
 )
+from tf2ir.opp import math as math_ops
 
 
 def parse_matmul(src, op):
@@ -54,3 +55,8 @@ MAPPINGS = (
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(math_ops.OPS)

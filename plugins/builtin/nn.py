@@ -1,6 +1,7 @@
 """Built-in mappings for TF's neural-network ops (convolution, pooling, activations)."""
 
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
+from tf2ir.opp import nn as nn_ops
 
 
 def parse_conv(src, op):
@@ -50,3 +51,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(nn_ops.OPS)

@@ -4,6 +4,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
+from tf2ir.opp import reduce as reduce_ops
 
 
 def parse_batch_mat_mul(src, op):
@@ -64,3 +65,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(reduce_ops.OPS)

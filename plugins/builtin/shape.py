@@ -1,6 +1,7 @@
 """Built-in mappings: shape, indexing and tensor-creation ops: slicing, gathering and scattering, tiling, filling, ranges, one-hot, space/batch/depth rearrangements."""
 
 from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
+from tf2ir.opp import shape as shape_ops
 
 
 def parse_out_type(src, op):
@@ -63,3 +64,8 @@ MAPPINGS = [
 @hookimpl
 def tf2ir_op_mappings():
     return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(shape_ops.OPS)

@@ -53,8 +53,8 @@ def convert_function(fn: Callable, specs: Sequence, directory: str,
                      input_shapes: Optional[dict] = None, name: str = "op"):
     """Freeze `fn` over `specs` (tf.TensorSpec each) and convert it → (onnx path, IR graph,
     TF output names, the frozen .pb path)."""
-    from tf2ir.ir.compile import compile_to_file
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.ir.onnx.compile import compile_to_file
+    from tf2ir.parser.pipeline import convert_file
     from tf2ir.tools.models import freeze_function
     pb = os.path.join(directory, f"{name}.pb")
     outputs = freeze_function(fn, list(specs), pb)

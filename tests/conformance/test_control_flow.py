@@ -108,7 +108,7 @@ def test_if_model_passes_onnx_checker_and_round_trips_as_text(tmp_path):
     import onnx
     import onnxruntime as ort
     from tf2ir.ir import text
-    from tf2ir.ir.compile import compile_to_model
+    from tf2ir.ir.onnx.compile import compile_to_model
 
     def fn(x):
         return tf.cond(tf.reduce_max(x) > 1.0, lambda: tf.nn.relu(x), lambda: tf.abs(x) + 1.0)
@@ -143,8 +143,8 @@ def test_if_condition_follows_tf_truth_rule(cond, expected, known_rank):
     """TF's If takes any tensor as cond: a scalar is true when non-zero, any other tensor
     when non-empty (TF's graph optimizer refuses such graphs, so the IR is built by hand)."""
     import onnxruntime as ort
-    from tf2ir.ir.compile import compile_to_model
-    from tf2ir.ir.verify import verify_graph
+    from tf2ir.ir.onnx.compile import compile_to_model
+    from tf2ir.ir.infer import infer_graph
 
     dtype = str(cond.dtype)
     shape = tuple(None for _ in cond.shape) if known_rank else None
@@ -160,7 +160,7 @@ def test_if_condition_follows_tf_truth_rule(cond, expected, known_rank):
     node = graph.add_node("If", [c, x], branches, "if", num_outputs=1)
     assert set(node.subgraphs) == {"then_branch", "else_branch"} and not node.attrs
     graph.outputs = [node.outputs[0]]
-    verify_graph(graph)
+    infer_graph(graph)
     model = compile_to_model(graph)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     out = session.run(None, {"c": cond, "x": np.float32([1, 2])})[0]
@@ -271,7 +271,7 @@ def test_stateful_while_from_raw_op():
 
 # -- what is refused -----------------------------------------------------------------------
 def test_tf1_while_loop_is_reported_with_op_types_and_a_node():
-    from tf2ir.parser.convert import convert_graph_def
+    from tf2ir.parser.pipeline import convert_graph_def
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.disable_control_flow_v2()

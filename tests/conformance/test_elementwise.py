@@ -407,13 +407,13 @@ def _graph(op_type, operands, attrs=None):
     """A graph holding one `op_type` node over `operands` (arrays become constants, descs
     inputs), verified; the node's output feeds an Identity that is the graph output."""
     from tf2ir.ir import Graph
-    from tf2ir.ir.verify import verify_graph
+    from tf2ir.ir.infer import infer_graph
     g = Graph("elementwise")
     inputs = [g.add_const(v, f"c{i}") if isinstance(v, np.ndarray) else g.add_input(f"in{i}", v)
               for i, v in enumerate(operands)]
     node = g.add_node(op_type, inputs, attrs or {}, "op")
     g.outputs.append(g.add_node("Identity", [node.outputs[0]], {}, "out").outputs[0])
-    return verify_graph(g), node
+    return infer_graph(g), node
 
 
 @pytest.mark.parametrize("op_type,operands,message", [
@@ -431,7 +431,7 @@ def test_user_errors_are_conversion_errors(op_type, operands, message):
 
 def test_select_v1_vector_condition_needs_the_rank_of_x():
     from tf2ir.ir import ConversionError, TensorDesc
-    from tf2ir.ir.compile import compile_to_model
+    from tf2ir.ir.onnx.compile import compile_to_model
     g, node = _graph("Select", [TensorDesc("bool", (None,)), TensorDesc("float32", None),
                                 TensorDesc("float32", None)])
     with pytest.raises(ConversionError, match="ranks of condition and x"):

@@ -22,7 +22,7 @@ def convert(path, tmp_path, *options, tag="m"):
 
 
 def assert_matches_tf(ir_path, pb_path, outputs, x, tol=1e-5):
-    from tf2ir.ir.compile import compile_to_file
+    from tf2ir.ir.onnx.compile import compile_to_file
     from tf2ir.ir.text import load
     onnx_path = ir_path[:-3] + ".onnx"
     compile_to_file(load(ir_path), onnx_path)
@@ -126,7 +126,7 @@ def test_written_out_erf_gelu_fuses_and_switches_off(freeze, tmp_path):
 # -- swish (many-to-one) and hard-swish (many-to-many) ---------------------------------------------
 def test_swish_fuses_and_is_reported(freeze, tmp_path):
     import keras
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.parser.pipeline import convert_file
 
     def build(inputs):
         x = keras.layers.Conv2D(4, 3, activation="swish")(inputs)
@@ -170,7 +170,7 @@ def test_hard_swish_becomes_two_ir_ops(freeze, tmp_path):
 # -- the option's errors --------------------------------------------------------------------------
 @pytest.mark.parametrize("option, value, needle", [
     ("--fusion", "of:gelu", "bad --fusion value 'of:gelu'"),
-    ("--fusion", "off:no_such_pass", "unknown pass no_such_pass"),
+    ("--fusion", "off:no_such_pass", "--fusion names unknown pass 'no_such_pass'"),
     ("--passes", "off:nonsense", "unknown pass 'nonsense'"),
     ("--passes", "layout", "bad --passes value 'layout'")])
 def test_bad_pass_switch_is_a_usage_error(tmp_path, option, value, needle):

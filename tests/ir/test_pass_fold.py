@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.onnx_fold import FOLD_LIMIT_BYTES, fold_lowered_constants
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.fold import FOLD_LIMIT_BYTES, fold_lowered_constants
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 

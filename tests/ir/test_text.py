@@ -9,15 +9,15 @@ import re
 import numpy as np
 import pytest
 
-from tf2ir.ir import ConversionError, Graph, TensorDesc, op_prototype, prototype
+from tf2ir.ir import ConversionError, Graph, TensorDesc, op_prototype
 from tf2ir.ir import text as ir_text
-from tf2ir.ir.verify import verify_graph
+from tf2ir.ir.infer import infer_graph
 
 ALL_ATTRS_OP = "TextTestAllAttrs"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def all_attrs_prototype():
+@pytest.fixture(autouse=True)
+def all_attrs_prototype(extra_prototypes):
     """A prototype declaring one attribute of every stored type (removed afterwards)."""
     proto = (op_prototype(ALL_ATTRS_OP, "test op with one attribute of each type")
              .input("x").output("y")
@@ -27,8 +27,8 @@ def all_attrs_prototype():
              .attr("unknown_shape", "shape", None).attr("t", "tensor")
              .attr("fn", "func", "body"))
     proto.infer(lambda node: [node.inputs[0].desc])
-    yield proto
-    prototype._PROTOTYPES.pop(ALL_ATTRS_OP, None)
+    extra_prototypes(proto)
+    return proto
 
 
 def build_graph() -> Graph:
@@ -181,7 +181,7 @@ def test_round_trip_after_verification(tmp_path):
     conv = g.add_node("Conv2D", [x, w, None], {"strides": [1, 2, 2, 1], "padding": "VALID"}, name="conv")
     act = g.add_node("LeakyRelu", [conv.outputs[0]], {"alpha": 1}, name="act")
     g.outputs.append(act.outputs[0])
-    verify_graph(g)
+    infer_graph(g)
     assert conv.attrs["dilations"] == [1, 1, 1, 1] and act.attrs["alpha"] == 1.0
     first, second = str(tmp_path / "a.ir"), str(tmp_path / "b.ir")
     ir_text.save(g, first)

@@ -8,9 +8,9 @@ import pytest
 
 from tests.opp.test_lowering import Feed, check, check_exact, rand
 from tf2ir.ir import Graph, TensorDesc
-from tf2ir.ir.compile import compile_to_model
+from tf2ir.ir.onnx.compile import compile_to_model
 from tf2ir.ir.passes import fold_constants
-from tf2ir.ir.verify import verify_graph
+from tf2ir.ir.infer import infer_graph
 
 tf = pytest.importorskip("tensorflow")
 
@@ -44,7 +44,7 @@ def test_fold_constants_makes_a_computed_permutation_constant():
     perm = g.add_node("ConcatV2", [free, axes, g.add_const(np.int32(0), "axis")], {"N": 2}, name="perm")
     t = g.add_node("Transpose", [x, perm.outputs[0]], name="t")
     g.outputs = [t.outputs[0]]
-    verify_graph(g)
+    infer_graph(g)
     assert fold_constants(g) == 1
     assert g.value("perm").const_value.tolist() == [2, 0, 1]
     assert [n.op_type for n in g.nodes].count("ConcatV2") == 0 and g.is_topologically_sorted()

@@ -18,9 +18,9 @@ tf = pytest.importorskip("tensorflow")
 ort = pytest.importorskip("onnxruntime")
 
 from tf2ir.ir import ConversionError, Graph, TensorDesc  # noqa: E402
-from tf2ir.ir.compile import compile_to_model  # noqa: E402
+from tf2ir.ir.onnx.compile import compile_to_model  # noqa: E402
 from tf2ir.ir.tensor import dtype_of_numpy  # noqa: E402
-from tf2ir.ir.verify import verify_graph  # noqa: E402
+from tf2ir.ir.infer import infer_graph  # noqa: E402
 
 RNG = np.random.default_rng(1234)
 
@@ -58,7 +58,7 @@ def run_op(op_type, inputs, attrs=None, num_outputs=1):
             values.append(g.add_const(np.asarray(item), f"const{i}"))
     node = g.add_node(op_type, values, attrs or {}, name="op", num_outputs=num_outputs)
     g.outputs.extend(node.outputs)
-    verify_graph(g)
+    infer_graph(g)
     model = compile_to_model(g)
     onnx.checker.check_model(model, full_check=True)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

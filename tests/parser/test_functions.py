@@ -94,8 +94,8 @@ def _graph_with_call(n_inputs: int):
 
 
 def test_hand_written_library_returns_an_argument_and_drops_dead_nodes(tmp_path):
-    from tf2ir.ir.compile import compile_to_file
-    from tf2ir.parser.convert import convert_graph_def
+    from tf2ir.ir.onnx.compile import compile_to_file
+    from tf2ir.parser.pipeline import convert_graph_def
     tf_graph = TfGraph(_graph_with_call(1))
     inline_functions(tf_graph)
     assert "call/unused" not in tf_graph and tf_graph["call/n"].inputs == [("x", 0)]

@@ -13,16 +13,14 @@ import pytest
 from tensorboard.compat.proto import graph_pb2, tensor_pb2, tensor_shape_pb2
 
 from tf2ir.ir import ConversionError
-from tf2ir.ir.compile import compile_to_model
-from tf2ir.parser.convert import convert_graph_def
+from tf2ir.ir.onnx.compile import compile_to_model
+from tf2ir.parser.pipeline import convert_graph_def
 from tf2ir.parser.graph_view import TfGraph
-from tf2ir.parser.scope_fusion import (
-    FusedNode, apply_scope_fusion, enabled_passes, parse_fusion_switches,
-)
+from tf2ir.ir.passes.manager import order_passes, resolve_switches
+from tf2ir.parser.scope_fusion import FusedNode, apply_scope_fusion
 from tf2ir.plugins import (
     FusionResult, PluginManager, ScopePattern, Structure, at_least, between, scope_fusion_pass,
 )
-from tf2ir.plugins.fusion import order_passes
 from tf2ir.plugins.manager import PLUGIN_PATH_ENV
 
 BUILTIN_PASSES = {"layer_norm", "gelu", "swish", "hard_swish"}
@@ -86,16 +84,25 @@ def gelu(x):
 
 
 # -- switches and order -----------------------------------------------------------------------
-def test_parse_fusion_switches():
-    assert parse_fusion_switches(["on:gelu,off:swish", "off:all"]) == {
-        "gelu": True, "swish": False, "all": False}
-    assert parse_fusion_switches([]) == {}
+def enabled_passes(passes, switches):
+    state = resolve_switches([p.record() for p in passes], switches, "--fusion")
+    return [p for p in passes if state[p.name]]
+
+
+def test_fusion_switches_last_word_wins():
+    passes = [scope_fusion_pass(n).pattern(ScopePattern(scope=n)) for n in BUILTIN_PASSES]
+    names = lambda sw: sorted(p.name for p in enabled_passes(passes, sw))  # noqa: E731
+    assert names(["on:gelu,off:swish", "off:all"]) == []
+    assert names(["off:all", "on:gelu"]) == ["gelu"]
+    assert names("on:gelu,off:all") == []           # as --passes: the last word wins
+    assert names([]) == sorted(BUILTIN_PASSES)
 
 
 @pytest.mark.parametrize("bad", ["gelu", "on:", "maybe:gelu", "on:gelu,,off:x"])
 def test_bad_fusion_switch_is_a_usage_error(bad):
+    passes = [scope_fusion_pass("gelu").record()]
     with pytest.raises(ConversionError) as info:
-        parse_fusion_switches([bad])
+        resolve_switches(passes, [bad], "--fusion")
     assert info.value.exit_code == 2 and "bad --fusion value" in str(info.value)
 
 
@@ -117,15 +124,19 @@ def test_enabled_passes():
     assert info.value.exit_code == 2 and "nope" in str(info.value) and "known: a, b, c" in str(info.value)
 
 
+def _order(passes):
+    return [r.name for r in order_passes([p.record() for p in passes])]
+
+
 def test_order_is_computed_from_declarations_not_given_order():
     passes = [_toy("zeta"), _toy("alpha", after=["zeta"]), _toy("mid", before=["zeta"]),
               _toy("beta", after=["not-installed"])]
-    assert [p.name for p in order_passes(passes)] == ["beta", "mid", "zeta", "alpha"]
-    assert [p.name for p in order_passes(passes[::-1])] == ["beta", "mid", "zeta", "alpha"]
+    assert _order(passes) == ["mid", "zeta", "alpha", "beta"]      # ties: the given order
+    assert _order(passes[::-1]) == ["beta", "mid", "zeta", "alpha"]
     with pytest.raises(ConversionError, match="cycle"):
-        order_passes([_toy("a", after=["b"]), _toy("b", after=["a"])])
+        _order([_toy("a", after=["b"]), _toy("b", after=["a"])])
     with pytest.raises(ConversionError, match="unique"):
-        order_passes([_toy("a"), _toy("a")])
+        _order([_toy("a"), _toy("a")])
 
 
 def test_builtin_passes_and_fusion_mappings_have_provenance():

@@ -67,8 +67,11 @@ def test_every_builtin_targets_a_declared_prototype():
 
 def test_builtins_without_entry_points():
     manager = PluginManager(entry_points=False, use_env=False)
-    assert set(manager.plugin_names()) == set(BUILTIN_MODULES)
+    assert set(manager.plugin_names()) == {"builtin_" + m.rsplit(".", 1)[1] for m in BUILTIN_MODULES}
     assert manager.lookup("AddV2").ir_type == "Add"
+    # The built-in prototypes come through the same hook as a third party's, with provenance.
+    assert manager.prototypes["Conv2D"].plugin == "builtin_nn"
+    assert manager.prototypes["Conv2D"].source.endswith("nn.py")
 
 
 def test_builtins_are_not_registered_twice():
@@ -79,12 +82,15 @@ def test_builtins_are_not_registered_twice():
     assert sum("Conv2D" in r.origin_types for r in manager.registrations) == 1
 
 
-def test_provenance_belongs_to_each_manager():
-    """Two managers name the built-in plugin differently; neither may rewrite the other's."""
-    with_eps = PluginManager(entry_points=True, use_env=False)
-    without_eps = PluginManager(entry_points=False, use_env=False)
-    assert with_eps.lookup("Conv2D").plugin == "builtin_nn"
-    assert without_eps.lookup("Conv2D").plugin == "tf2ir.plugins.builtin.nn"
+def test_provenance_belongs_to_each_manager(tmp_path):
+    """Each manager's registrations are its own copies: a plugin's claim in one manager
+    changes nothing in another."""
+    write_plugin(tmp_path, "my_plugin", "Conv2D", "Relu", priority=5)
+    plain = PluginManager(entry_points=False, use_env=False)
+    with_plugin = PluginManager(plugin_dirs=[str(tmp_path)], use_env=False)
+    assert plain.lookup("Conv2D").plugin == "builtin_nn"
+    assert with_plugin.lookup("Conv2D").plugin.endswith("my_plugin.py")
+    assert plain.lookup("Conv2D").ir_type == "Conv2D"
 
 
 def test_builtin_parse_fns():
@@ -258,11 +264,14 @@ def test_register_op_builder_chain():
     assert reg.parse_fn is parse and reg.imply == "AI_CPU" and reg.priority == 3
 
 
-def test_register_op_short_spellings_and_defaults():
+def test_register_op_short_spellings_are_deprecated_and_defaults():
     def parse(src, op):
         pass
 
-    reg = register_op("Relu").origin("Relu").origin("Relu6").parse_params(parse)
+    with pytest.warns(DeprecationWarning, match="origin_op_type"):
+        reg = register_op("Relu").origin("Relu").origin("Relu6")
+    with pytest.warns(DeprecationWarning, match="parse_params_fn"):
+        reg.parse_params(parse)
     assert reg.origin_types == ["Relu", "Relu6"] and reg.parse_fn is parse
     plain = register_op("Relu")
     assert plain.framework == TENSORFLOW and plain.imply == ImplyType.TVM and plain.priority == 0

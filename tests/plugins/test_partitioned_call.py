@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import max_abs_error, run_cli, run_onnx
 from tf2ir.ir import ConversionError, Graph, TensorDesc
 from tf2ir.ir import text as ir_text
-from tf2ir.ir.compile import compile_to_model
+from tf2ir.ir.onnx.compile import compile_to_model
 from tf2ir.ir.passes import inline_subgraphs
-from tf2ir.ir.verify import verify_graph
+from tf2ir.ir.infer import infer_graph
 from tf2ir.plugins import register_op
 from tf2ir.plugins.manager import PLUGIN_PATH_ENV
 from tf2ir.tools.models import run_frozen_graph
@@ -61,12 +61,12 @@ def test_add_n_maps_to_a_partitioned_call_and_matches_tf(freeze, tmp_path):
 
 def test_text_ir_round_trip_keeps_the_subgraph(freeze, tmp_path):
     import tensorflow as tf
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.parser.pipeline import convert_file
     path, _ = freeze(lambda a, b: tf.math.add_n([a, b]), _vector_specs("ab"))
     graph, _ = convert_file(path)
     first, second = str(tmp_path / "1.ir"), str(tmp_path / "2.ir")
     ir_text.save(graph, first)
-    loaded = verify_graph(ir_text.load(first))
+    loaded = infer_graph(ir_text.load(first))
     ir_text.save(loaded, second)
     assert open(first).read() == open(second).read()
     call = next(n for n in loaded.nodes if n.op_type == "PartitionedCall")
@@ -89,7 +89,7 @@ def _hand_built_call() -> Graph:
     call.subgraphs["f"] = body
     g.add_node("Neg", [call.outputs[0]], name="neg")
     g.outputs = [g.nodes[-1].outputs[0], call.outputs[1]]
-    return verify_graph(g)
+    return infer_graph(g)
 
 
 def test_inline_subgraphs_on_a_hand_built_graph():
@@ -126,7 +126,7 @@ def test_nested_calls_are_inlined_with_unique_names():
     body.outputs = [body.add_node("Relu", [inner.outputs[0]], name="relu").outputs[0]]
     outer.subgraphs["f"] = body
     g.outputs = [outer.outputs[0]]
-    verify_graph(g)
+    infer_graph(g)
     inline_subgraphs(g)
     assert [(n.name, n.op_type) for n in g.nodes] == [("outer/inner/exp", "Exp"),
                                                       ("outer/relu", "Relu")]
@@ -141,14 +141,14 @@ def test_bad_data_index_names_the_call():
     body = next(n for n in g.nodes if n.op_type == "PartitionedCall").subgraphs["f"]
     body.nodes[0].attrs["index"] = 5
     with pytest.raises(ConversionError, match="index 5") as info:
-        verify_graph(g)
+        infer_graph(g)
     assert info.value.node == "call"
 
 
 def test_registration_builder_and_alias():
     def build(src, graph):
         graph.set_outputs([graph.data(0)])
-    reg = register_op("PartitionedCall").origin("AddN").parse_op_to_graph(build)
+    reg = register_op("PartitionedCall").origin_op_type("AddN").parse_op_to_graph_fn(build)
     assert reg.parse_op_to_graph_fn_ is build
     assert reg.parse_fn.__name__ == "parse_partitioned_call"   # sets original_type
 
@@ -157,7 +157,7 @@ def test_third_party_one_to_many_plugin_overrides_a_builtin(freeze, tmp_path):
     """A plugin file maps Softplus to PartitionedCall(log(exp(x) + 1)) with the default
     parse-params fn: original_type and the output count come without code."""
     import tensorflow as tf
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.parser.pipeline import convert_file
     from tf2ir.plugins import PluginManager
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "softplus_graph.py").write_text(textwrap.dedent('''
@@ -187,12 +187,12 @@ def test_third_party_one_to_many_plugin_overrides_a_builtin(freeze, tmp_path):
 
 def test_graph_fn_needs_the_partitioned_call_ir_type(freeze):
     import tensorflow as tf
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.parser.pipeline import convert_file
     from tf2ir.plugins import PluginManager
     path, _ = freeze(lambda a, b: tf.math.add_n([a, b]), _vector_specs("ab"))
     manager = PluginManager()
     reg = manager.registry["AddN"]
-    manager.registry["AddN"] = register_op("Add").origin("AddN").parse_op_to_graph(
+    manager.registry["AddN"] = register_op("Add").origin_op_type("AddN").parse_op_to_graph_fn(
         reg.parse_op_to_graph_fn_)
     with pytest.raises(ConversionError, match="must register IR op PartitionedCall"):
         convert_file(path, manager)

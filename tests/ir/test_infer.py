@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tf2ir.ir import ConversionError, Graph, TensorDesc, get_prototype
-from tf2ir.ir.verify import verify_graph, verify_node
+from tf2ir.ir.infer import infer_graph, infer_node
 
 
 def graph_with(*descs):
@@ -24,7 +24,7 @@ def conv_attrs(**extra):
 
 def expect_failure(g, node_name, *fragments, model=None):
     with pytest.raises(ConversionError) as info:
-        verify_graph(g, model=model)
+        infer_graph(g, model=model)
     text = str(info.value)
     assert f"node '{node_name}'" in text, text
     for fragment in fragments:
@@ -150,7 +150,7 @@ def test_defaults_are_filled_in():
     soft = g.add_node("Softmax", [a], name="soft")
     mm = g.add_node("MatMul", [a, a, None], {"transpose_x2": True}, name="mm")
     red = g.add_node("ReduceSum", [a, g.add_const(np.array([1], np.int32), "ax")], name="red")
-    verify_graph(g)
+    infer_graph(g)
     assert conv.attrs == {"strides": [1, 1, 1, 1], "padding": "SAME", "explicit_paddings": [],
                           "dilations": [1, 1, 1, 1], "data_format": "NHWC"}
     assert soft.attrs == {"axis": -1}
@@ -164,7 +164,7 @@ def test_filled_defaults_are_not_shared():
     w = g.add_const(np.ones((1, 1, 2, 2), np.float32), "w")
     first = g.add_node("Conv2D", [x, w, None], conv_attrs(), name="c1")
     second = g.add_node("Conv2D", [x, w, None], conv_attrs(), name="c2")
-    verify_graph(g)
+    infer_graph(g)
     default = get_prototype("Conv2D").attrs["dilations"]
     saved = list(default.default)
     try:
@@ -181,7 +181,7 @@ def test_attr_values_are_normalised():
     conv = g.add_node("Conv2D", [x, w, None], {"strides": (1, np.int64(1), 1, 1), "padding": "VALID"},
                       name="conv")
     act = g.add_node("LeakyRelu", [conv.outputs[0]], {"alpha": 1}, name="act")
-    verify_graph(g)
+    infer_graph(g)
     assert conv.attrs["strides"] == [1, 1, 1, 1] and all(type(v) is int for v in conv.attrs["strides"])
     assert act.attrs["alpha"] == 1.0 and type(act.attrs["alpha"]) is float
 
@@ -189,14 +189,14 @@ def test_attr_values_are_normalised():
 def test_undeclared_attrs_are_kept():
     g, (x,) = graph_with(f32(2))
     node = g.add_node("Relu", [x], {"use_cudnn_on_gpu": True}, name="r")
-    verify_graph(g)
+    infer_graph(g)
     assert node.attrs == {"use_cudnn_on_gpu": True}
 
 
 def test_infer_false_leaves_descs():
     g, (x,) = graph_with(f32(2, 3))
     node = g.add_node("Relu", [x], name="r")
-    verify_graph(g, infer=False)
+    infer_graph(g, infer=False)
     assert node.outputs[0].desc == TensorDesc("float32")   # add_node's placeholder desc
 
 
@@ -205,7 +205,7 @@ def test_unsorted_graph_is_sorted_before_verification():
     late = g.add_node("Neg", [x], name="late")
     early = g.add_node("Relu", [x], name="early")
     g.set_input(late, 0, early.outputs[0])
-    verify_graph(g)
+    infer_graph(g)
     assert [n.name for n in g.nodes] == ["early", "late"]
     assert late.outputs[0].desc.shape == (2, 3)
 
@@ -213,7 +213,7 @@ def test_unsorted_graph_is_sorted_before_verification():
 def test_verify_node_directly():
     g, (x,) = graph_with(f32(2, 3))
     node = g.add_node("Exp", [x], name="e")
-    verify_node(node)
+    infer_node(node)
     assert node.outputs[0].desc == f32(2, 3)
 
 
@@ -226,7 +226,7 @@ def infer_one(op_type, input_descs, attrs=None, const_inputs=(), num_outputs=1):
         values.insert(position, None if array is None
                       else g.add_const(np.asarray(array), f"k{position}"))
     node = g.add_node(op_type, values, attrs or {}, name="n", num_outputs=num_outputs)
-    verify_graph(g)
+    infer_graph(g)
     return [v.desc for v in node.outputs]
 
 
@@ -295,12 +295,12 @@ def test_strided_slice_rank_is_known_without_constant_bounds():
 def test_const_inference_keeps_the_format():
     g = Graph()
     w = g.add_const(np.zeros((3, 3, 2, 4), np.float32), "w", fmt="HWCN")
-    verify_graph(g)
+    infer_graph(g)
     assert w.desc == TensorDesc("float32", (3, 3, 2, 4), "HWCN", "HWCN")
 
 
 def test_binary_output_takes_the_higher_rank_format():
     g, (x, b) = graph_with(TensorDesc("float32", (1, 4, 4, 3), "NHWC", "NHWC"), f32(3))
     node = g.add_node("Add", [b, x], name="add")
-    verify_graph(g)
+    infer_graph(g)
     assert node.outputs[0].desc == TensorDesc("float32", (1, 4, 4, 3), "NHWC", "NHWC")

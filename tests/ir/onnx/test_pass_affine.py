@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.conv_fuse import fold_affine_into_weights
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.affine import fold_affine_into_weights
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 RNG = np.random.RandomState(0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tf2ir.ir.passes.lowered import LoweredGraph, subgraph_names
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, subgraph_names
 
 
 def remove_dead_nodes(g: LoweredGraph) -> int:

@@ -10,7 +10,7 @@ from typing import Callable, Dict
 import numpy as np
 from onnx import helper
 
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
 
 FOLD_LIMIT_BYTES = 1 << 20
 

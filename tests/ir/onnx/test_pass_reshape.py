@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.dce import remove_dead_nodes
-from tf2ir.ir.passes.reshape import simplify_reshapes
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.dce import remove_dead_nodes
+from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 I64 = lambda *v: np.array(v, np.int64)     # noqa: E731

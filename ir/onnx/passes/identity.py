@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 import onnx
 
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value, replace_uses
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, replace_uses
 
 _NEUTRAL = {"Add": (0, (0, 1)), "Sub": (0, (0,)), "Mul": (1, (0, 1)), "Div": (1, (0,))}
 _CANDIDATES = {"Identity", "Transpose", "Pad", *_NEUTRAL}

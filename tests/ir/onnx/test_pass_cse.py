@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.cse import eliminate_common_subexpressions
-from tf2ir.ir.passes.dce import remove_dead_nodes
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.cse import eliminate_common_subexpressions
+from tf2ir.ir.onnx.passes.dce import remove_dead_nodes
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 import onnx
 
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value, set_attr
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
 
 AFFINE = ("Add", "Sub", "Mul", "Div")
 

@@ -13,11 +13,13 @@ import pytest
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
-from tf2ir.ir.passes.lowered import LoweredGraph
-from tf2ir.ir.passes.pipeline import PASS_NAMES, enabled_passes, ordered_passes
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph
+from tf2ir.ir.names import fresh_name
+from tf2ir.ir.onnx.compile import ALL_PASSES
+from tf2ir.ir.passes.manager import order_passes, resolve_switches
 
 Spec = Tuple[np.dtype, Sequence[Optional[int]]]
-SAMPLE_CNN = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
+SAMPLE_CNN = os.path.join(os.path.dirname(__file__), "..", "..", "data", "sample_cnn.pb")
 
 
 def node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs) -> onnx.NodeProto:
@@ -46,10 +48,7 @@ def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: D
     taken = {o for n in nodes for o in n.output} | set(inits) | set(inputs)
 
     def fresh(hint):
-        name, i = hint, 0
-        while name in taken:
-            i += 1
-            name = f"{hint}_{i}"
+        name = fresh_name(hint, taken)
         taken.add(name)
         return name
     known = {n: len(s[1]) for n, s in list(inputs.items()) + list(outputs.items())
@@ -93,30 +92,38 @@ def op_types(g: LoweredGraph) -> List[str]:
 
 
 # -- the pipeline -----------------------------------------------------------------------------
+def enabled_passes(switches=None):
+    return {name for name, on in resolve_switches(ALL_PASSES, switches).items() if on}
+
+
 def test_switches_change_the_defaults():
     defaults = enabled_passes()
-    assert enabled_passes("off:all") == set()
-    assert enabled_passes(["off:all", "on:layout,on:fold"]) == {"layout", "fold"}
-    assert enabled_passes("on:all,off:cse") == set(PASS_NAMES) - {"cse"}
+    names = {p.name for p in ALL_PASSES}
+    assert enabled_passes("off:all") == {"inline"}          # inlining is part of compiling
+    assert enabled_passes(["off:all", "on:layout,on:fold"]) == {"inline", "layout", "fold"}
+    assert enabled_passes("on:all,off:cse") == names - {"cse"}
+    assert enabled_passes("on:cse,off:all") == {"inline"}   # the last word wins
     assert enabled_passes({"dce": False}) == defaults - {"dce"}
     for bad, needle in (("off:nope", "unknown pass 'nope'"), ("layout", "on:NAME or off:NAME"),
-                        ({"nope": True}, "unknown pass 'nope'")):
+                        ({"nope": True}, "unknown pass 'nope'"),
+                        ("off:inline", "cannot be switched off")):
         with pytest.raises(ConversionError, match=needle) as info:
             enabled_passes(bad)
         assert info.value.exit_code == 2     # a usage error
 
 
 def test_order_honours_after():
-    order = [p.name for p in ordered_passes()]
-    for p in ordered_passes():
+    ordered = order_passes(ALL_PASSES)
+    order = [p.name for p in ordered]
+    for p in ordered:
         for before in p.after:
             assert order.index(before) < order.index(p.name)
-    assert order[-1] == "dce"
+    assert order[-1] == "dce" and order.index("ir-fold") < order.index("fold")
 
 
 def test_small_cnn_keeps_only_edge_transposes_and_matches_tensorflow():
-    from tf2ir.ir.compile import compile_to_model
-    from tf2ir.parser.convert import convert_file
+    from tf2ir.ir.onnx.compile import compile_to_model
+    from tf2ir.parser.pipeline import convert_file
     from tf2ir.tools.models import run_frozen_graph
 
     models = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value, set_attr
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
 
 
 def _spatial_pads(g: LoweredGraph, pad) -> list:

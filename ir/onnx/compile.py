@@ -10,8 +10,13 @@ from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node
-from tf2ir.ir.onnx_writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
-from tf2ir.ir.passes import fold_constants, inline_subgraphs
+from tf2ir.ir.names import fresh_name
+from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
+from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, subgraph_names
+from tf2ir.ir.passes import IR_PASSES, PassManager
+from tf2ir.ir.passes.manager import Switches
+from tf2ir.ir.verify import check_graph
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import TensorDesc
 
@@ -43,10 +48,7 @@ class LowerContext:
     # -- names -----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
         base = f"{self.node.name}/{hint}" if self.node is not None else hint
-        name, i = base, 0
-        while name in self._taken:
-            i += 1
-            name = f"{base}_{i}"
+        name = fresh_name(base, self._taken)
         self._taken.add(name)
         return name
 
@@ -135,11 +137,7 @@ class LowerContext:
         `graph` that the model uses already are renamed (ONNX names are model-wide)."""
         for value in list(graph.values()):
             if value.name in self._taken:
-                name, i = value.name, 0
-                while name in self._taken or graph.has_value(name):
-                    i += 1
-                    name = f"{value.name}_{i}"
-                graph.rename_value(value, name)
+                graph.rename_value(value, fresh_name(value.name, self._taken, graph.has_value))
             self._taken.add(value.name)
         saved = self.node
         self.node = None
@@ -197,14 +195,54 @@ def _input_names(nodes: Sequence[onnx.NodeProto]) -> set:
     return names
 
 
-def build_model(graph: Graph, model_name: Optional[str] = None, passes=None):
-    """Return (ModelProto without initializers, list of used initializers). Subgraphs of
-    PartitionedCall nodes are inlined into `graph` first and constants folded (in place)."""
-    inline_subgraphs(graph)
-    fold_constants(graph)
+ALL_PASSES = IR_PASSES + ONNX_PASSES
+
+
+def pass_manager(passes: Switches = None, check_passes: bool = False) -> PassManager:
+    """The pass manager of a compilation: the IR and ONNX passes, switched by `passes`
+    (--passes words); with `check_passes` the graph is checked after every pass."""
+    return PassManager(ALL_PASSES, passes, "--passes",
+                       check=check_after_pass if check_passes else None)
+
+
+def check_after_pass(graph) -> None:
+    """--check-passes: an IR graph is checked against the prototypes; a lowered ONNX graph
+    must be in topological order, read only names that exist and pass onnx's node checker."""
+    if isinstance(graph, Graph):
+        check_graph(graph)
+        return
+    assert isinstance(graph, LoweredGraph)
+    known = set(graph.inputs) | set(graph.initializers)
+    ctx = onnx.checker.DEFAULT_CONTEXT
+    ctx.opset_imports = {"": OPSET}
+    ctx.ir_version = 9
+    outer = set().union(*(subgraph_names(n) for n in graph.nodes if graph.has_subgraphs(n)))
+    for node in graph.nodes:
+        for name in node.input:
+            if name and name not in known and name not in outer:
+                raise ConversionError(f"ONNX node {node.name!r} ({node.op_type}) reads "
+                                      f"{name!r} before anything produces it")
+        if node.domain in ("", "ai.onnx") and not graph.has_subgraphs(node):
+            try:
+                onnx.checker.check_node(node, ctx)
+            except onnx.checker.ValidationError as exc:
+                raise ConversionError(f"ONNX node {node.name!r} ({node.op_type}): "
+                                      f"{str(exc).splitlines()[0]}") from None
+        known.update(node.output)
+    for name in graph.outputs:
+        if name not in known:
+            raise ConversionError(f"graph output {name!r} is not produced")
+
+
+def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,
+                check_passes: bool = False):
+    """Return (ModelProto without initializers, list of used initializers). The IR passes
+    run on `graph` first (in place: PartitionedCall subgraphs inlined, constants folded),
+    then the lowering, then the ONNX passes; `passes` switches them."""
+    manager = pass_manager(passes, check_passes)
+    manager.run(graph, kind="ir")
     ctx = lower_graph(graph, model=model_name)
-    from tf2ir.ir.passes.pipeline import optimize_lowered   # ONNX passes; `passes`: switches
-    optimize_lowered(ctx, graph, passes)
+    optimize_lowered(ctx, graph, manager)
     used = _input_names(ctx.nodes)
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
@@ -230,13 +268,14 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes=None):
 
 
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
-                    passes=None) -> onnx.ModelProto:
-    model, initializers = build_model(graph, model_name, passes)
+                    passes: Switches = None, check_passes: bool = False) -> onnx.ModelProto:
+    model, initializers = build_model(graph, model_name, passes, check_passes)
     write_model(model, initializers, path)
     return model
 
 
-def compile_to_model(graph: Graph, model_name: Optional[str] = None, passes=None) -> onnx.ModelProto:
+def compile_to_model(graph: Graph, model_name: Optional[str] = None,
+                     passes: Switches = None) -> onnx.ModelProto:
     """The whole model in memory (initializers copied in): for tests and small graphs."""
     model, initializers = build_model(graph, model_name, passes)
     model.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)

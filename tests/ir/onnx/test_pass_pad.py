@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.passes.pad_fuse import fold_pads_into_convs
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 RNG = np.random.RandomState(0)

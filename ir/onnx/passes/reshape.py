@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import onnx
 
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
 
 Dim = Union[int, Tuple[str, int], Tuple[str, tuple]]
 # a known int; (value name, axis): that dim; ("*", dims): the product of dims

@@ -18,8 +18,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import onnx
 
-from tf2ir.ir.passes.identity import remove_identities
-from tf2ir.ir.passes.lowered import LoweredGraph, attr_value, replace_uses, set_attr
+from tf2ir.ir.onnx.passes.identity import remove_identities
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, replace_uses, set_attr
 
 MAX_SWEEPS = 4
 

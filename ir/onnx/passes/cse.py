@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 import onnx
 
-from tf2ir.ir.passes.lowered import LoweredGraph
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 
 MERGE_CONST_ELEMENTS = 4096
 # Ops whose result is not a function of their inputs and attributes.

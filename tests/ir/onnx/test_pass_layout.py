@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tf2ir.ir.passes.layout import sink_transposes
-from tests.ir.test_pass_common import check_pass, node, op_types
+from tf2ir.ir.onnx.passes.layout import sink_transposes
+from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
 TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]

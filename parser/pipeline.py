@@ -1,0 +1,181 @@
+"""The one conversion pipeline: load → graph view → inline → fuse → map → IR.
+
+Every command builds a `Pipeline` (convert, check, batch, verify, bench) and the parser
+uses the same object, recursively, for the bodies of library functions (If branches, While
+bodies): `convert_function` is the declared interface a function library calls back.
+`front` stops after fusion, so `tf2ir check` sees exactly the nodes `convert` maps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.graph import Graph
+from tf2ir.ir.passes.manager import Switches
+from tf2ir.ir.tensor import Shape, TensorDesc
+from tf2ir.parser.convert import ConversionReport, Converter, output_tensors
+from tf2ir.parser.functions import inline_functions
+from tf2ir.parser.graph_view import TfGraph, split_tensor_name
+from tf2ir.parser.scope_fusion import apply_scope_fusion, fusion_manager
+
+
+@dataclass
+class Options:
+    """What a user may ask of a conversion (the command line's shared options)."""
+
+    input_shapes: Dict[str, Shape] = field(default_factory=dict)
+    outputs: Optional[List[str]] = None      # tensor names; None: the model's own or the sinks
+    fusion: Switches = None                  # --fusion words
+    passes: Switches = None                  # --passes words (IR and ONNX passes)
+    signature: Optional[str] = None          # SavedModel signature
+    tags: Optional[Sequence[str]] = None     # SavedModel tags
+    check_passes: bool = False               # check the graph after every pass
+
+
+@dataclass
+class Front:
+    """The TF graph after the front half (view, inline, fuse): what will be mapped."""
+
+    tf_graph: TfGraph
+    outputs: List[Tuple[str, int]]           # the output tensors
+    kept: List[str]                          # the nodes the outputs need, in topological order
+    tf_nodes: int                            # node count before fusion
+    fusions: Dict[str, int]                  # fusion pass → matches fused
+    fusion_time: float = 0.0
+
+
+class Pipeline:
+    """One conversion setup: the plugins of a manager and the user's options."""
+
+    def __init__(self, manager=None, options: Optional[Options] = None):
+        self._manager = manager
+        self.options = options or Options()
+        # Bad --fusion or --passes words fail here, before any work.
+        fusion_manager(self.manager, self.options.fusion)
+        if self.options.passes is not None:
+            from tf2ir.ir.onnx.compile import pass_manager
+            pass_manager(self.options.passes)
+
+    @property
+    def manager(self):
+        if self._manager is None:
+            from tf2ir.plugins.manager import PluginManager
+            self._manager = PluginManager()
+        return self._manager
+
+    # -- the stages ------------------------------------------------------------------------
+    def load(self, path: str):
+        """A model file → (GraphDef, the outputs it names or None)."""
+        from tf2ir.parser.load import load_model
+        return load_model(path, self.options.signature, self.options.tags)
+
+    def front(self, graph_def, model: str, outputs: Optional[Sequence[str]] = None) -> Front:
+        """Graph view, function inlining and scope fusion; the outputs and the nodes kept."""
+        outputs = list(outputs or self.options.outputs or [])
+        tf_graph = TfGraph(graph_def, model)
+        inline_functions(tf_graph, self)
+        tf_nodes = len(tf_graph.nodes)
+        start = time.perf_counter()
+        fusions = apply_scope_fusion(tf_graph, self.manager, self.options.fusion, outputs,
+                                     self.options.check_passes)
+        fusion_time = time.perf_counter() - start
+        tensors = output_tensors(tf_graph, outputs)
+        self._check_input_names(tf_graph)
+        kept = tf_graph.upstream(sorted({n for n, _ in tensors}, key=list(tf_graph.nodes).index))
+        return Front(tf_graph, tensors, kept, tf_nodes, fusions, fusion_time)
+
+    def map(self, front: Front, arguments: Optional[Sequence[Tuple[str, TensorDesc]]] = None,
+            ) -> Tuple[Graph, ConversionReport]:
+        """Each kept TF node → its plugin's IR node; the verified IR graph and the report."""
+        converter = Converter(front.tf_graph, self.manager, self.options.input_shapes,
+                              arguments=arguments)
+        converter.report.tf_nodes = front.tf_nodes
+        converter.report.fusions = front.fusions
+        converter.report.phases["fusion"] = front.fusion_time
+        graph = converter.run(front.outputs, front.kept)
+        return graph, converter.report
+
+    # -- whole conversions -----------------------------------------------------------------
+    def convert_graph_def(self, graph_def, model: str,
+                          outputs: Optional[Sequence[str]] = None) -> Tuple[Graph, ConversionReport]:
+        start = time.perf_counter()
+        graph, report = self.map(self.front(graph_def, model, outputs))
+        report.phases["mapping"] = time.perf_counter() - start
+        return graph, report
+
+    def convert_file(self, path: str) -> Tuple[Graph, ConversionReport]:
+        """A model file (.pb, .pbtxt, SavedModel dir, .keras, .h5) → IR graph and report."""
+        start = time.perf_counter()
+        graph_def, default_outputs = self.load(path)
+        load_time = time.perf_counter() - start
+        graph, report = self.convert_graph_def(graph_def, path,
+                                               self.options.outputs or default_outputs)
+        report.phases = {"load": load_time, **report.phases}
+        return graph, report
+
+    def convert_function(self, tf_graph: TfGraph, outputs: Sequence[str],
+                         arguments: Sequence[Tuple[str, TensorDesc]]) -> Graph:
+        """A function body's graph view → its IR graph, whose inputs are `arguments` (the
+        body's argument placeholders, in order) and outputs the `outputs` nodes. The same
+        stages as a model, with the plugins of this pipeline; no fusion switches apply."""
+        inline_functions(tf_graph, self)
+        apply_scope_fusion(tf_graph, self.manager, None, outputs, self.options.check_passes)
+        tensors = output_tensors(tf_graph, outputs)
+        kept = tf_graph.upstream(sorted({n for n, _ in tensors}, key=list(tf_graph.nodes).index))
+        front = Front(tf_graph, tensors, kept, len(tf_graph.nodes), {})
+        body = Pipeline(self.manager, Options(check_passes=self.options.check_passes))
+        graph, _ = body.map(front, arguments)
+        return graph
+
+    def compile(self, graph: Graph, path: str, model: Optional[str] = None) -> None:
+        """Lower `graph` to ONNX and write it to `path` (checked, atomic)."""
+        from tf2ir.ir.onnx.compile import compile_to_file
+        compile_to_file(graph, path, model_name=model, passes=self.options.passes,
+                        check_passes=self.options.check_passes)
+
+    # -- checks ----------------------------------------------------------------------------
+    def _check_input_names(self, tf_graph: TfGraph) -> None:
+        for name in self.options.input_shapes:
+            if name not in tf_graph or tf_graph[name].op_type != "Placeholder":
+                raise ConversionError(f"--inputs names '{name}', which is not a Placeholder "
+                                      "of the graph", model=tf_graph.model,
+                                      exit_code=ExitStatus.USAGE)
+
+
+def parse_input_shapes(specs: Sequence[str]) -> Dict[str, Shape]:
+    """['input:1,224,224,3', 'mask:?,16'] → {'input': (1, 224, 224, 3), 'mask': (None, 16)}."""
+    shapes: Dict[str, Shape] = {}
+    for spec in specs:
+        for item in spec.split(";") if ";" in spec else [spec]:
+            name, sep, dims = item.rpartition(":")
+            if not sep or not name:
+                raise ConversionError(f"bad --inputs value {item!r}; expected NAME:D1,D2,... "
+                                      "(use ? or -1 for an unknown dimension)",
+                                      exit_code=ExitStatus.USAGE)
+            try:
+                shape = tuple(None if d.strip() in ("?", "-1") else int(d)
+                              for d in dims.split(",")) if dims.strip() else ()
+            except ValueError:
+                raise ConversionError(f"bad --inputs dimensions in {item!r}",
+                                      exit_code=ExitStatus.USAGE) from None
+            shapes[split_tensor_name(name)[0]] = shape
+    return shapes
+
+
+def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, outputs=None,
+                      fusion: Switches = None) -> Tuple[Graph, ConversionReport]:
+    """GraphDef → verified IR graph and report, through a Pipeline with these options."""
+    options = Options(input_shapes=dict(input_shapes or {}), outputs=outputs, fusion=fusion)
+    return Pipeline(manager, options).convert_graph_def(graph_def, model)
+
+
+def convert_file(path: str, manager=None, input_shapes=None, outputs=None,
+                 fusion: Switches = None, signature: Optional[str] = None,
+                 tags: Optional[Sequence[str]] = None) -> Tuple[Graph, ConversionReport]:
+    """A model file → verified IR graph and report, through a Pipeline with these options."""
+    options = Options(input_shapes=dict(input_shapes or {}), outputs=outputs, fusion=fusion,
+                      signature=signature, tags=tags)
+    return Pipeline(manager, options).convert_file(path)

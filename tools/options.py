@@ -1,0 +1,102 @@
+"""The command line's shared options, the exit-status epilog, and the one way every command
+turns its arguments into a conversion `Pipeline`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import List, Optional
+
+from tf2ir.ir.errors import EXIT_STATUS_TEXT, ExitStatus
+
+EPILOG = "exit status:\n" + "\n".join(f"  {int(code):<3} {text}"
+                                      for code, text in EXIT_STATUS_TEXT.items()) + "\n"
+MODEL_HELP = "frozen GraphDef (.pb, .pbtxt), SavedModel directory, or Keras .keras/.h5 file"
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show phases with their times, and tracebacks on errors")
+    parser.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
+                        help="load plugins from this file or directory (repeatable; "
+                             "also TF2IR_PLUGIN_PATH)")
+
+
+def add_model_source(parser: argparse.ArgumentParser) -> None:
+    """Options for SavedModel inputs, and --quiet (commands that read a model)."""
+    parser.add_argument("--signature", default=None, metavar="NAME",
+                        help="SavedModel signature to convert (default: serving_default)")
+    parser.add_argument("--tag", default="serve", metavar="TAG[,TAG]",
+                        help="SavedModel meta-graph tags, comma-separated (default: serve)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing but errors on stderr")
+
+
+def add_shape_options(parser: argparse.ArgumentParser) -> None:
+    """--inputs and --outputs: which tensors a conversion starts from and ends at."""
+    parser.add_argument("--inputs", action="append", default=[], metavar="NAME:D1,D2,...",
+                        help="fix an input's shape, e.g. input:1,224,224,3 (? or -1 = unknown); "
+                             "repeatable")
+    parser.add_argument("--outputs", default=None, metavar="T1,T2",
+                        help="output tensors, comma-separated (default: the graph's sinks)")
+
+
+def add_fusion_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fusion", action="append", default=[], metavar="on:NAME,off:NAME",
+                        help="switch scope fusion passes on or off by name (NAME 'all' is every "
+                             "pass; the last word wins); repeatable")
+
+
+def add_pass_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--passes", action="append", default=[], metavar="on:NAME,off:NAME",
+                        help="switch IR and ONNX optimisation passes (listed below) on or off by "
+                             "name, e.g. off:layout,off:cse (NAME 'all' is every pass; the last "
+                             "word wins); repeatable")
+    parser.add_argument("--check-passes", action="store_true",
+                        help="check the graph after every pass and name the pass that broke "
+                             "it (for plugin authors; slower)")
+
+
+def passes_epilog() -> str:
+    from tf2ir.ir.onnx.compile import ALL_PASSES
+    from tf2ir.ir.passes.manager import describe_passes
+    return f"passes (--passes; default state):\n{describe_passes(ALL_PASSES)}\n\n"
+
+
+def model_tags(args) -> tuple:
+    return tuple(t.strip() for t in (getattr(args, "tag", None) or "").split(",") if t.strip())
+
+
+def split_list(text: Optional[str]) -> Optional[List[str]]:
+    """'a, b,c' → ['a', 'b', 'c']; None or '' → None."""
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    return items or None
+
+
+def plugin_manager(args):
+    from tf2ir.plugins.manager import PluginManager
+    return PluginManager(plugin_dirs=getattr(args, "plugin_dir", []))
+
+
+def conversion_options(args):
+    """The conversion `Options` a command's arguments ask for (absent options: defaults)."""
+    from tf2ir.parser.pipeline import Options, parse_input_shapes
+    return Options(input_shapes=parse_input_shapes(getattr(args, "inputs", None) or []),
+                   outputs=split_list(getattr(args, "outputs", None)),
+                   fusion=getattr(args, "fusion", None) or None,
+                   passes=getattr(args, "passes", None) or None,
+                   signature=getattr(args, "signature", None),
+                   tags=model_tags(args) if hasattr(args, "tag") else None,
+                   check_passes=bool(getattr(args, "check_passes", False)))
+
+
+def pipeline_from_args(args, manager=None):
+    """The Pipeline a command runs: its plugins and its options (bad options fail here,
+    before any work, with exit status 2)."""
+    from tf2ir.parser.pipeline import Pipeline
+    options = conversion_options(args)
+    return Pipeline(manager if manager is not None else plugin_manager(args), options)
+
+
+__all__ = ["EPILOG", "ExitStatus", "add_common", "add_model_source", "add_shape_options",
+           "add_fusion_option", "add_pass_options", "conversion_options", "model_tags",
+           "pipeline_from_args", "plugin_manager", "split_list"]
