@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -50,7 +51,11 @@ class Node:
         self.subgraphs: Dict[str, "Graph"] = {}
 
     def input_desc(self, index: int) -> TensorDesc:
-        return self.inputs[index].desc
+        """The desc of input `index`, which must be present (not an absent optional input)."""
+        value = self.inputs[index]
+        if value is None:
+            raise ValueError(f"{self!r} has no input {index} (an absent optional input)")
+        return value.desc
 
     def output_desc(self, index: int) -> TensorDesc:
         return self.outputs[index].desc
@@ -69,6 +74,8 @@ class Graph:
         self.outputs: List[Value] = []
         self._names: Dict[str, Value] = {}
         self._node_names: set = set()
+        self._insert_before: Optional[Node] = None   # where add_node puts nodes (None: the end)
+        self._insert_hint = 0
 
     # -- creation --------------------------------------------------------------
     def unique_name(self, base: str, taken=None) -> str:
@@ -108,7 +115,7 @@ class Graph:
             out_name = output_names[i] if output_names else (name if i == 0 else f"{name}:{i}")
             desc = output_descs[i] if output_descs else TensorDesc("float32")
             node.outputs.append(self._new_value(out_name, desc, node, i))
-        self.nodes.append(node)
+        self._place(node)
         return node
 
     def add_const(self, array: np.ndarray, name: str = "Const", fmt: str = "ND") -> Value:
@@ -120,6 +127,36 @@ class Graph:
         if value is not None:
             value.uses.append((node, len(node.inputs)))
         node.inputs.append(value)
+
+    # -- insertion points ---------------------------------------------------------
+    @contextmanager
+    def inserting_before(self, node: Optional[Node]) -> Iterator[None]:
+        """Within the block, add_node puts new nodes before `node` (in the order they are
+        added); with None, at the end."""
+        saved = self._insert_before
+        self._insert_before = node
+        try:
+            yield
+        finally:
+            self._insert_before = saved
+
+    def inserting_after(self, node: Node):
+        """Within the block, add_node puts new nodes after `node` (in the order they are
+        added)."""
+        index = self.nodes.index(node)
+        return self.inserting_before(self.nodes[index + 1] if index + 1 < len(self.nodes) else None)
+
+    def _place(self, node: Node) -> None:
+        anchor = self._insert_before
+        if anchor is None:
+            self.nodes.append(node)
+            return
+        # The anchor moves one step per insertion: remember where it was.
+        i = self._insert_hint
+        if not (i < len(self.nodes) and self.nodes[i] is anchor):
+            i = self.nodes.index(anchor)
+        self.nodes.insert(i, node)
+        self._insert_hint = i + 1
 
     # -- mutation verbs --------------------------------------------------------
     def set_input(self, node: Node, index: int, value: Optional[Value]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class _WeightsWriter:
     """Collects tensors in order; `write` puts them into one aligned binary file."""
 
     def __init__(self):
-        self.chunks: List[np.ndarray] = []
+        self.chunks: List[Tuple[int, np.ndarray]] = []   # (offset, array)
         self.size = 0
 
     def add(self, array: np.ndarray) -> Dict[str, Any]:

@@ -10,11 +10,14 @@ works. Prototypes reach the registry through the plugin manager (every plugin's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from tf2ir.ir.tensor import DTYPES, TensorDesc
+
+if TYPE_CHECKING:
+    from tf2ir.ir.graph import Node
 
 REQUIRED = object()  # marks an attribute without a default
 
@@ -205,7 +208,8 @@ class OpPrototype:
     def _names(expanded: Optional[List[PortSpec]], count: int) -> List[str]:
         if expanded is None:
             return [f"in{i}" for i in range(count)]
-        names, seen = [], {}
+        names: List[str] = []
+        seen: Dict[str, int] = {}
         for spec in expanded:
             if spec.kind == "dynamic":
                 names.append(f"{spec.name}{seen.get(spec.name, 0)}")

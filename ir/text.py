@@ -129,6 +129,9 @@ def _load_tensor(payload: Dict[str, Any], weights: Optional[np.ndarray]) -> np.n
     count = int(np.prod(payload["shape"], dtype=np.int64))
     if count == 0:
         return np.zeros(payload["shape"], dtype)
+    if weights is None:
+        raise ConversionError("a tensor attribute needs the weights file, which is missing "
+                              "or empty")
     return np.frombuffer(weights, dtype, count, payload["offset"]).reshape(payload["shape"])
 
 

@@ -1,4 +1,5 @@
-"""Array ops: constants, reshaping, slicing, padding, packing, concatenation, casts."""
+"""Array ops: constants, identities and casts; reshaping, squeezing, expanding, transposing
+and padding; and the shape queries Shape, ShapeN, Size and Rank."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy
+from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
 from tf2ir.opp.common import (
-    INT64_MAX, INT64_MIN, cast_from_int64, const_ints, int64_input, normalize_axis, same_as_input,
+    INT64_MIN, cast_from_int64, const_ints, emit_cast, int64_input, normalize_axis,
+    same_as_input, scalar_int,
 )
 
 OPS = OpSet("tf2ir.opp.array")
@@ -30,10 +32,24 @@ identity = OPS.declare("Identity", "Returns its input.").input("x").output("y")
 identity.infer(same_as_input)
 identity.lower(lambda ctx, node: ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)]))
 
+identity_n = OPS.declare("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
+    .dynamic_input("x", count_attr="N").dynamic_output("y", count_attr="N").attr("N", "int")
+identity_n.infer(lambda node: [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
+                               for v in node.inputs])
+
+
+@identity_n.lower
+def _lower_identity_n(ctx, node):
+    for i in range(len(node.inputs)):
+        ctx.emit("Identity", [ctx.input(i)], [ctx.output(i)])
+
+
 cast = OPS.declare("Cast", "Converts to `dst_type`.").input("x").output("y").attr("dst_type", "dtype")
 cast.infer(lambda node: [TensorDesc(node.attrs["dst_type"], node.inputs[0].desc.shape)])
 cast.lower(lambda ctx, node: ctx.emit("Cast", [ctx.input(0)], [ctx.output(0)],
                                       to=ONNX_DTYPES[node.attrs["dst_type"]]))
+
+cast.fold(lambda node, values: [values[0].astype(numpy_dtype(node.attrs["dst_type"]))])
 
 # -- shapes ---------------------------------------------------------------------------------
 reshape = OPS.declare("Reshape", "Gives x the shape `shape` (one -1 dim is inferred).") \
@@ -66,6 +82,8 @@ def _lower_reshape(ctx, node):
     ctx.emit("Reshape", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)], allowzero=allow_zero)
 
 
+reshape.fold(lambda node, values: [values[0].reshape([int(d) for d in values[1]])])
+
 squeeze = OPS.declare("Squeeze", "Removes size-1 dims (all of them when `axis` is empty).") \
     .input("x").output("y").attr("axis", "ints", [])
 
@@ -95,6 +113,12 @@ def _lower_squeeze(ctx, node):
     ctx.emit("Squeeze", [ctx.input(0), ctx.constant(np.array(axes, np.int64))], [ctx.output(0)])
 
 
+@squeeze.fold
+def _fold_squeeze(node, values):
+    axes = node.attrs.get("axis") or None
+    return [np.squeeze(values[0], axis=None if axes is None else tuple(axes))]
+
+
 expand_dims = OPS.declare("ExpandDims", "Inserts a size-1 dim at `axis`.") \
     .input("x").input("axis", INDEX_TYPES).output("y")
 
@@ -117,16 +141,7 @@ def _lower_expand_dims(ctx, node):
     ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
 
 
-shape_op = OPS.declare("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
-    .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
-shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
-
-
-@shape_op.lower
-def _lower_shape(ctx, node):
-    shape = ctx.emit("Shape", [ctx.input(0)])[0]
-    cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
-
+expand_dims.fold(lambda node, values: [np.expand_dims(values[0], scalar_int(values[1]))])
 
 transpose = OPS.declare("Transpose", "Permutes dims by `perm`.") \
     .input("x").input("perm", INDEX_TYPES).output("y")
@@ -148,6 +163,8 @@ def _lower_transpose(ctx, node):
         raise ConversionError("the permutation must be constant")
     ctx.emit("Transpose", [ctx.input(0)], [ctx.output(0)], perm=perm)
 
+
+transpose.fold(lambda node, values: [np.transpose(values[0], [int(p) for p in values[1]])])
 
 # -- padding --------------------------------------------------------------------------------
 pad = OPS.declare("Pad", "Pads with a constant (0 unless `constant_values` is given).") \
@@ -211,359 +228,72 @@ def _lower_symmetric_pad(ctx, pads):
         ctx.emit("Identity", [current], [ctx.output(0)])
 
 
-# -- packing --------------------------------------------------------------------------------
-pack = OPS.declare("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
-    .dynamic_input("x", count_attr="N").output("y").attr("N", "int").attr("axis", "int", 0)
+# -- shape queries -------------------------------------------------------------------------
+shape_op = OPS.declare("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
+    .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
+shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
 
 
-@pack.infer
-def _infer_pack(node):
-    first = node.inputs[0].desc
-    if first.shape is None:
-        return [TensorDesc(first.dtype, None)]
-    a = normalize_axis(node.attrs["axis"], len(first.shape) + 1)
-    return [TensorDesc(first.dtype, first.shape[:a] + (len(node.inputs),) + first.shape[a:])]
-
-
-@pack.lower
-def _lower_pack(ctx, node):
-    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank + 1)
-    axes = ctx.constant(np.array([a], np.int64))
-    parts = [ctx.emit("Unsqueeze", [ctx.input(i), axes])[0] for i in range(len(node.inputs))]
-    ctx.emit("Concat", parts, [ctx.output(0)], axis=a)
-
-
-concat = OPS.declare("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
-    .dynamic_input("x", count_attr="N").input("concat_dim", INDEX_TYPES).output("y").attr("N", "int")
-
-
-@concat.infer
-def _infer_concat(node):
-    parts = [v.desc for v in node.inputs[:-1]]
-    axis = const_ints(node, len(node.inputs) - 1)
-    if axis is None or any(p.shape is None for p in parts):
-        rank = next((p.rank for p in parts if p.rank is not None), None)
-        return [TensorDesc(parts[0].dtype, None if rank is None else (None,) * rank)]
-    a = normalize_axis(axis[0], len(parts[0].shape))
-    sizes = [p.shape[a] for p in parts]
-    shape = list(parts[0].shape)
-    shape[a] = None if None in sizes else sum(sizes)
-    return [TensorDesc(parts[0].dtype, tuple(shape), parts[0].format, parts[0].origin_format)]
-
-
-@concat.lower
-def _lower_concat(ctx, node):
-    axis = const_ints(node, len(node.inputs) - 1)
-    if axis is None:
-        raise ConversionError("the concat axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
-    ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
-
-
-unpack = OPS.declare("Unpack", "Unstacks x along `axis` into y0..yN-1 (N = num).") \
-    .input("x").dynamic_output("y", count_attr="num").attr("num", "int").attr("axis", "int", 0)
-
-
-@unpack.infer
-def _infer_unpack(node):
-    x = node.inputs[0].desc
-    if x.shape is None:
-        return [TensorDesc(x.dtype, None) for _ in node.outputs]
-    a = normalize_axis(node.attrs["axis"], len(x.shape))
-    if x.shape[a] not in (None, node.attrs["num"]):
-        raise ConversionError(f"dim {a} has size {x.shape[a]}, not num={node.attrs['num']}")
-    shape = x.shape[:a] + x.shape[a + 1:]
-    return [TensorDesc(x.dtype, shape) for _ in node.outputs]
-
-
-@unpack.lower
-def _lower_unpack(ctx, node):
-    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank)
-    axes = ctx.constant(np.array([a], np.int64))
-    parts = ctx.emit("Split", [ctx.input(0)], len(node.outputs), axis=a, num_outputs=len(node.outputs))
-    for i, part in enumerate(parts):
-        ctx.emit("Squeeze", [part, axes], [ctx.output(i)])
-
-
-def _split_sizes(total, sizes, count):
-    """Concrete split sizes (one -1 in `sizes` takes the rest), or None when unknown."""
-    if sizes is None:
-        if total is None or total % count:
-            return None if total is None else [-1]
-        return [total // count] * count
-    if -1 in sizes:
-        if total is None:
-            return None
-        sizes = list(sizes)
-        sizes[sizes.index(-1)] = total - sum(s for s in sizes if s != -1)
-    return list(sizes)
-
-
-def _infer_split(node, x_index, axis, sizes):
-    x = node.inputs[x_index].desc
-    count = len(node.outputs)
-    if x.shape is None or axis is None:
-        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank) for _ in node.outputs]
-    a = normalize_axis(axis, len(x.shape))
-    parts = _split_sizes(x.shape[a], sizes, count)
-    if parts == [-1]:
-        raise ConversionError(f"dim {a} of size {x.shape[a]} does not split into {count} parts")
-    out = []
-    for i in range(count):
-        shape = list(x.shape)
-        shape[a] = None if parts is None else parts[i]
-        out.append(TensorDesc(x.dtype, tuple(shape), x.format, x.origin_format))
-    return out
-
-
-def _lower_split(ctx, node, x_index, axis_index, sizes):
-    axis = const_ints(node, axis_index)
-    if axis is None:
-        raise ConversionError("the split axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[x_index].desc.rank)
-    outputs = [ctx.output(i) for i in range(len(node.outputs))]
-    if sizes is None:
-        ctx.emit("Split", [ctx.input(x_index)], outputs, axis=a, num_outputs=len(outputs))
-        return
-    shape = node.inputs[x_index].desc.shape
-    parts = _split_sizes(shape[a] if shape else None, sizes, len(outputs))
-    if parts is None:
-        raise ConversionError("split sizes with -1 need a known dim size")
-    ctx.emit("Split", [ctx.input(x_index), ctx.constant(np.array(parts, np.int64))], outputs, axis=a)
-
-
-split = OPS.declare("Split", "Splits x into num_split equal parts y0..yN-1 along split_dim.") \
-    .input("split_dim", INDEX_TYPES).input("x").dynamic_output("y", count_attr="num_split") \
-    .attr("num_split", "int")
-split.infer(lambda node: _infer_split(node, 1, (const_ints(node, 0) or [None])[0], None))
-split.lower(lambda ctx, node: _lower_split(ctx, node, 1, 0, None))
-
-split_v = OPS.declare("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
-    .input("x").input("size_splits", INDEX_TYPES).input("split_dim", INDEX_TYPES) \
-    .dynamic_output("y", count_attr="num_split").attr("num_split", "int")
-split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1)))
-
-
-@split_v.lower
-def _lower_split_v(ctx, node):
-    sizes = const_ints(node, 1)
-    if sizes is None:
-        raise ConversionError("size_splits must be constant")
-    _lower_split(ctx, node, 0, 2, sizes)
-
-
-identity_n = OPS.declare("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
-    .dynamic_input("x", count_attr="N").dynamic_output("y", count_attr="N").attr("N", "int")
-identity_n.infer(lambda node: [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
-                               for v in node.inputs])
-
-
-@identity_n.lower
-def _lower_identity_n(ctx, node):
-    for i in range(len(node.inputs)):
-        ctx.emit("Identity", [ctx.input(i)], [ctx.output(i)])
-
-
-# -- strided slice --------------------------------------------------------------------------
-strided_slice = OPS.declare("StridedSlice", "TF strided slicing with its five bit masks.") \
-    .input("x").input("begin", INDEX_TYPES).input("end", INDEX_TYPES).input("strides", INDEX_TYPES) \
-    .output("y").attr("begin_mask", "int", 0).attr("end_mask", "int", 0) \
-    .attr("ellipsis_mask", "int", 0).attr("new_axis_mask", "int", 0).attr("shrink_axis_mask", "int", 0)
-
-
-def dense_slice_spec(rank, begin, end, strides, attrs):
-    """Expand TF's sparse slice spec into per-output entries.
-
-    Each entry is ('new',) for a new axis, or ('dim', input_dim, start, stop, step, shrink)
-    with start/stop None for "from the edge" (begin_mask/end_mask)."""
-    masks = {k: attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                   "new_axis_mask", "shrink_axis_mask")}
-    n = len(begin)
-    consuming = sum(1 for i in range(n) if not (masks["ellipsis_mask"] >> i) & 1
-                    and not (masks["new_axis_mask"] >> i) & 1)
-    entries, dim = [], 0
-    seen_ellipsis = False
-    for i in range(n):
-        if (masks["ellipsis_mask"] >> i) & 1 and not seen_ellipsis:
-            seen_ellipsis = True
-            for _ in range(rank - consuming):
-                entries.append(("dim", dim, None, None, 1, False))
-                dim += 1
-        elif (masks["new_axis_mask"] >> i) & 1:
-            entries.append(("new",))
-        else:
-            shrink = bool((masks["shrink_axis_mask"] >> i) & 1)
-            start = None if (masks["begin_mask"] >> i) & 1 and not shrink else begin[i]
-            stop = None if (masks["end_mask"] >> i) & 1 and not shrink else end[i]
-            if shrink:
-                stop = None if start == -1 else start + 1
-                entries.append(("dim", dim, start, stop, 1, True))
-            else:
-                if strides[i] == 0:
-                    raise ConversionError("strides must be non-zero")
-                entries.append(("dim", dim, start, stop, strides[i], False))
-            dim += 1
-    while dim < rank:
-        entries.append(("dim", dim, None, None, 1, False))
-        dim += 1
-    if dim != rank:
-        raise ConversionError(f"slice spec of length {n} does not fit rank {rank}")
-    return entries
-
-
-@strided_slice.infer
-def _infer_strided_slice(node):
-    x = node.inputs[0].desc
-    begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
-    if x.shape is None or strides is None:
-        return [TensorDesc(x.dtype, None)]
-    bounds_known = begin is not None and end is not None
-    if not bounds_known:  # the rank still follows from the strides and the masks
-        begin = end = [0] * len(strides)
-    shape = []
-    for entry in dense_slice_spec(len(x.shape), begin, end, strides, node.attrs):
-        if entry[0] == "new":
-            shape.append(1)
-            continue
-        _, dim, start, stop, step, shrink = entry
-        if shrink:
-            continue
-        size = x.shape[dim]
-        if not bounds_known and (start, stop, step) != (None, None, 1):
-            size = None
-        shape.append(None if size is None else len(range(*slice(start, stop, step).indices(size))))
-    return [TensorDesc(x.dtype, tuple(shape))]
-
-
-@strided_slice.lower
-def _lower_strided_slice(ctx, node):
-    rank = node.inputs[0].desc.rank
-    begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
-    masks = [node.attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                     "new_axis_mask", "shrink_axis_mask")]
-    if begin is None or end is None or strides is None:
-        if any(masks) or strides is None:
-            raise ConversionError("non-constant begin/end needs constant strides and no masks")
-        n = len(strides)
-        ctx.emit("Slice", [ctx.input(0), int64_input(ctx, 1), int64_input(ctx, 2),
-                           ctx.constant(np.arange(n, dtype=np.int64)),
-                           ctx.constant(np.array(strides, np.int64))], [ctx.output(0)])
-        return
-    if rank is None:
-        raise ConversionError("the input rank must be known")
-    starts, stops, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
-    for out_pos, entry in enumerate(dense_slice_spec(rank, begin, end, strides, node.attrs)):
-        if entry[0] == "new":
-            unsqueeze.append(out_pos)
-            continue
-        _, dim, start, stop, step, shrink = entry
-        if shrink:
-            squeeze.append(dim)
-        if start is None and stop is None and step == 1:
-            continue
-        starts.append(start if start is not None else (0 if step > 0 else INT64_MAX))
-        stops.append(stop if stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
-        axes.append(dim)
-        steps.append(step)
-    # Output positions of new axes count the shrunk dims that vanish before them.
-    unsqueeze = [p - sum(1 for e in dense_slice_spec(rank, begin, end, strides, node.attrs)[:p]
-                         if e[0] == "dim" and e[5]) for p in unsqueeze]
-    current = ctx.input(0)
-    steps_after = [bool(squeeze), bool(unsqueeze)]
-    if axes:
-        final = not any(steps_after)
-        current = ctx.emit("Slice", [current, ctx.constant(np.array(starts, np.int64)),
-                                     ctx.constant(np.array(stops, np.int64)),
-                                     ctx.constant(np.array(axes, np.int64)),
-                                     ctx.constant(np.array(steps, np.int64))],
-                           [ctx.output(0)] if final else 1)[0]
-    if squeeze:
-        final = not unsqueeze
-        current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
-                           [ctx.output(0)] if final else 1)[0]
-    if unsqueeze:
-        current = ctx.emit("Unsqueeze", [current, ctx.constant(np.array(unsqueeze, np.int64))],
-                           [ctx.output(0)])[0]
-    if current != ctx.output(0):
-        ctx.emit("Identity", [current], [ctx.output(0)])
-
-
-@strided_slice.fold
-def _fold_strided_slice(node, values):
-    x = values[0]
-    begin, end, strides = ([int(v) for v in np.asarray(a).reshape(-1)] for a in values[1:4])
-    index = []
-    for entry in dense_slice_spec(x.ndim, begin, end, strides, node.attrs):
-        if entry[0] == "new":
-            index.append(np.newaxis)
-        else:
-            _, _, start, stop, step, shrink = entry
-            index.append(start if shrink else slice(start, stop, step))
-    return [np.asarray(x[tuple(index)])]
+@shape_op.lower
+def _lower_shape(ctx, node):
+    shape = ctx.emit("Shape", [ctx.input(0)])[0]
+    cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
 
 
 shape_op.fold(lambda node, values: [np.array(values[0].shape, DTYPES[node.attrs["dtype"]])])
 
 
-# -- gather ---------------------------------------------------------------------------------
-gather_v2 = OPS.declare("GatherV2", "Slices of x at `indices` along the dim given by input `axis`.") \
-    .input("x").input("indices", INDEX_TYPES).input("axis", INDEX_TYPES).output("y") \
-    .attr("batch_dims", "int", 0)
+def _shape_constant(ctx, node, shape, dtype: str, output: str) -> bool:
+    """Emit a fully known shape (or size) as a constant; False when it is not known."""
+    if shape is None or any(d is None for d in np.atleast_1d(np.asarray(shape, object))):
+        return False
+    ctx.emit("Identity", [ctx.constant(np.asarray(shape, numpy_dtype(dtype)))], [output])
+    return True
 
 
-def _batch_dims(node, indices_rank):
-    batch = node.attrs["batch_dims"]
-    if batch < 0:
-        if indices_rank is None:
-            raise ConversionError("a negative batch_dims needs the indices rank")
-        batch += indices_rank
-    return batch
+size = OPS.declare("Size", "The number of elements of x, as a scalar of `dtype`.") \
+    .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
+size.infer(lambda node: [TensorDesc(node.attrs["dtype"], ())])
 
 
-@gather_v2.infer
-def _infer_gather_v2(node):
-    x, indices, axis = node.inputs[0].desc, node.inputs[1].desc, const_ints(node, 2)
-    batch = _batch_dims(node, indices.rank)
-    if x.shape is None or indices.shape is None or axis is None:
-        rank = None if x.rank is None or indices.rank is None else x.rank + indices.rank - 1 - batch
-        return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
-    a = normalize_axis(axis[0], len(x.shape))
-    if batch and not batch <= a:
-        raise ConversionError(f"batch_dims {batch} must not exceed the axis {a}")
-    return [TensorDesc(x.dtype, x.shape[:a] + indices.shape[batch:] + x.shape[a + 1:])]
+@size.lower
+def _lower_size(ctx, node):
+    shape = node.inputs[0].desc.shape
+    known = shape is not None and all(d is not None for d in shape)
+    if not _shape_constant(ctx, node, int(np.prod(shape)) if known else None, node.attrs["dtype"],
+                           ctx.output(0)):
+        count = ctx.emit("Size", [ctx.input(0)])[0]
+        cast_from_int64(ctx, count, node.attrs["dtype"], ctx.output(0))
 
 
-@gather_v2.lower
-def _lower_gather_v2(ctx, node):
-    axis = const_ints(node, 2)
-    if axis is None:
-        raise ConversionError("the gather axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
-    batch = _batch_dims(node, node.inputs[1].desc.rank)
-    if batch == 0:
-        ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
-        return
-    _lower_batched_gather(ctx, node, a, batch)
+size.fold(lambda node, values: [np.array(values[0].size, numpy_dtype(node.attrs["dtype"]))])
+
+rank_op = OPS.declare("Rank", "The rank of x as an int32 scalar.").input("x").output("y", ("int32",))
+rank_op.infer(lambda node: [TensorDesc("int32", ())])
 
 
-def _lower_batched_gather(ctx, node, axis, batch):
-    """batch_dims > 0: GatherND with batch_dims over indices[..., None], after moving the
-    gathered axis right behind the batch dims (and the gathered dims back after)."""
-    rank, index_rank = node.inputs[0].desc.rank, node.inputs[1].desc.rank
-    if index_rank is None:
-        raise ConversionError("batch_dims needs the indices rank")
-    x = ctx.input(0)
-    middle = axis - batch                      # x dims between the batch dims and the axis
-    if middle:
-        perm = list(range(batch)) + [axis] + list(range(batch, axis)) + list(range(axis + 1, rank))
-        x = ctx.emit("Transpose", [x], perm=perm)[0]
-    indices = ctx.emit("Unsqueeze", [int64_input(ctx, 1), ctx.constant(np.array([-1], np.int64))])[0]
-    if not middle:
-        ctx.emit("GatherND", [x, indices], [ctx.output(0)], batch_dims=batch)
-        return
-    gathered = ctx.emit("GatherND", [x, indices], batch_dims=batch)[0]
-    k = index_rank - batch                     # the gathered dims, now right after the batch
-    out_rank = rank - 1 + k
-    perm = (list(range(batch)) + list(range(batch + k, batch + k + middle))
-            + list(range(batch, batch + k)) + list(range(batch + k + middle, out_rank)))
-    ctx.emit("Transpose", [gathered], [ctx.output(0)], perm=perm)
+@rank_op.lower
+def _lower_rank(ctx, node):
+    rank = node.inputs[0].desc.rank
+    if not _shape_constant(ctx, node, rank, "int32", ctx.output(0)):
+        count = ctx.emit("Size", [ctx.emit("Shape", [ctx.input(0)])[0]])[0]
+        emit_cast(ctx, count, "int32", ctx.output(0))
+
+
+rank_op.fold(lambda node, values: [np.array(values[0].ndim, np.int32)])
+
+shape_n = OPS.declare("ShapeN", "The shapes of x0..xN-1 as y0..yN-1 of `dtype`.") \
+    .dynamic_input("x", count_attr="N").dynamic_output("y", INDEX_TYPES, count_attr="N") \
+    .attr("N", "int").attr("dtype", "dtype", "int32")
+shape_n.infer(lambda node: [TensorDesc(node.attrs["dtype"], (v.desc.rank,)) for v in node.inputs])
+
+
+@shape_n.lower
+def _lower_shape_n(ctx, node):
+    dtype = node.attrs["dtype"]
+    for i, value in enumerate(node.inputs):
+        if not _shape_constant(ctx, node, value.desc.shape, dtype, ctx.output(i)):
+            cast_from_int64(ctx, ctx.emit("Shape", [ctx.input(i)])[0], dtype, ctx.output(i))
+
+
+shape_n.fold(lambda node, values: [np.array(v.shape, numpy_dtype(node.attrs["dtype"])) for v in values])

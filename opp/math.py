@@ -1,87 +1,30 @@
-"""Math ops: elementwise unary and binary arithmetic, matrix products, reductions."""
+"""Math functions, elementwise: roots, exponentials and logarithms (Log1p and Expm1 exact near
+0), the error function, trigonometric and hyperbolic functions and their inverses (Atan2 too),
+rounding, sign, absolute value, negation, squares and the float classes IsNan, IsInf, IsFinite.
+
+onnxruntime's CPU kernels lack some dtypes (float64 for Erf and for the inverse and hyperbolic
+trig ops), and ONNX has no Expm1, Log1p or Atan2: float64 math is composed from double kernels
+so that it keeps double precision; float64 Erf runs in float32.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, TensorDesc, OpSet
-from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import broadcast_shapes, const_ints, int64_input, normalize_axis, same_as_input
+from tf2ir.ir import OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
+from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
+from tf2ir.opp.common import (
+    FLOAT_KERNELS, NO_BF16, Emitter, declare_binary, declare_unary, emit_via, same_as_input,
+)
 
 OPS = OpSet("tf2ir.opp.math")
 
-# onnxruntime's CPU kernels lack some dtypes; an op that meets one computes in a wider dtype
-# (exact for integers: results wrap the same way after the cast back) and casts back.
-SMALL_INTS_VIA_INT32 = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32"}
-ARITHMETIC_VIA = {**SMALL_INTS_VIA_INT32, "uint32": "int64"}
-MINMAX_VIA = {"int16": "int32", "uint16": "int32"}
+PI = float(np.pi)
+LN2 = float(np.log(2.0))
+
 # no float64 Erf kernel: float32 is the nearest there is (about 1e-7 absolute error)
 ERF_VIA = {"float64": "float32"}
-
-
-def emit_via(ctx, onnx_op, inputs, output, dtype, via, cast_count=None, **attrs):
-    """Emit `onnx_op` writing `output`; when `dtype` is a key of `via`, the inputs (the first
-    `cast_count` of them, when given) are cast to via[dtype] first and the result cast back."""
-    from tf2ir.ir.onnx.writer import ONNX_DTYPES
-    wide = via.get(dtype)
-    if wide is None:
-        return ctx.emit(onnx_op, inputs, [output], **attrs)[0]
-    count = len(inputs) if cast_count is None else cast_count
-    cast_inputs = [ctx.emit("Cast", [name], to=ONNX_DTYPES[wide])[0] if name and i < count else name
-                   for i, name in enumerate(inputs)]
-    result = ctx.emit(onnx_op, cast_inputs, **attrs)[0]
-    return ctx.emit("Cast", [result], [output], to=ONNX_DTYPES[dtype])[0]
-
-
-def axes_input(ctx, index):
-    """The node's input `index` (TF reduction axes: a scalar or a vector) as the 1-D int64
-    tensor ONNX reductions require."""
-    value = ctx.const_input(index)
-    if value is not None:
-        return ctx.constant(np.asarray(value, dtype=np.int64).reshape(-1), "axes")
-    axes = int64_input(ctx, index)
-    if ctx.input_desc(index).rank == 1:
-        return axes
-    return ctx.emit("Reshape", [axes, ctx.constant(np.array([-1], np.int64))])[0]
-
-
-def _infer_binary(node):
-    a, b = node.inputs[0].desc, node.inputs[1].desc
-    if a.dtype != b.dtype:
-        raise ConversionError(f"operand dtypes differ: {a.dtype} and {b.dtype}")
-    fmt = a.format if a.rank == broadcast_rank(a, b) else b.format
-    return [TensorDesc(a.dtype, broadcast_shapes(a.shape, b.shape), fmt, fmt)]
-
-
-def broadcast_rank(a, b):
-    return None if a.rank is None or b.rank is None else max(a.rank, b.rank)
-
-
-def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None, numpy_fn=None):
-    proto = OPS.declare(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
-    proto.infer(_infer_binary)
-    if numpy_fn is not None:   # shape arithmetic (dims times dims, ...) folds to constants
-        proto.fold(lambda node, values: [np.asarray(numpy_fn(values[0], values[1]), values[0].dtype)])
-    proto.lower(lambda ctx, node: emit_via(ctx, onnx_op, [ctx.input(0), ctx.input(1)], ctx.output(0),
-                                           node.inputs[0].desc.dtype, via or {}))
-    return proto
-
-
-_binary("Add", "Add", "x1 + x2 (numpy broadcasting)", numpy_fn=np.add)
-_binary("Sub", "Sub", "x1 - x2", numpy_fn=np.subtract)
-_binary("Mul", "Mul", "x1 * x2", numpy_fn=np.multiply)
-_binary("RealDiv", "Div", "x1 / x2 for floating point", FLOAT_TYPES)
-_binary("Maximum", "Max", "elementwise maximum", via=MINMAX_VIA, numpy_fn=np.maximum)
-_binary("Minimum", "Min", "elementwise minimum", via=MINMAX_VIA, numpy_fn=np.minimum)
-_binary("Pow", "Pow", "x1 ** x2", via=ARITHMETIC_VIA)
-
-squared_difference = _binary("SquaredDifference", "Sub", "(x1 - x2) ** 2")
-
-
-@squared_difference.lower
-def _lower_squared_difference(ctx, node):
-    diff = ctx.emit("Sub", [ctx.input(0), ctx.input(1)])[0]
-    ctx.emit("Mul", [diff, diff], [ctx.output(0)])
 
 
 def _unary(op_type, doc, emit, dtypes=FLOAT_TYPES):
@@ -131,118 +74,162 @@ _unary("Abs", "|x|", _direct("Abs"), NUMBER_TYPES)
 _unary("Square", "x * x", lambda ctx, node: ctx.emit("Mul", [ctx.input(0), ctx.input(0)],
                                                      [ctx.output(0)]), NUMBER_TYPES)
 
-matmul = (OPS.declare("MatMul", "2-D matrix product with optional transposes.")
-          .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).optional_input("bias")
-          .output("y").attr("transpose_x1", "bool", False).attr("transpose_x2", "bool", False))
+
+# -- float64 compositions (and the exact Log1p / Expm1 for every float dtype) ---------------
+def log1p_exact(o: Emitter, x: str, out=None) -> str:
+    """log(1 + x) without the rounding of 1 + x (Kahan): log(u) * x / (u - 1), u = 1 + x."""
+    u = o.Add(x, o.c(1))
+    d = o.Sub(u, o.c(1))
+    value = o.Where(o.Equal(x, o.c(np.inf)), x, o.Mul(o.Log(u), o.Div(x, d)))
+    return o.Where(o.Equal(d, o.c(0)), x, value, out=out)
 
 
-@matmul.infer
-def _infer_matmul(node):
-    a, b = node.inputs[0].desc, node.inputs[1].desc
-    if a.rank not in (None, 2) or b.rank not in (None, 2):
-        raise ConversionError("MatMul takes rank-2 operands")
-    rows = None if a.shape is None else a.shape[1 if node.attrs["transpose_x1"] else 0]
-    cols = None if b.shape is None else b.shape[0 if node.attrs["transpose_x2"] else 1]
-    return [TensorDesc(a.dtype, (rows, cols))]
+def expm1_exact(o: Emitter, x: str, out=None) -> str:
+    """exp(x) - 1 without cancellation (Kahan): (u - 1) * x / log(u), u = exp(x)."""
+    u = o.Exp(x)
+    d = o.Sub(u, o.c(1))
+    value = o.Mul(d, o.Div(x, o.Log(u)))
+    value = o.Where(o.Equal(d, o.c(-1)), d, value)
+    value = o.Where(o.Equal(u, o.c(np.inf)), u, value)
+    return o.Where(o.Equal(u, o.c(1)), x, value, out=out)
 
 
-@matmul.lower
-def _lower_matmul(ctx, node):
-    inputs = [ctx.input(0), ctx.input(1)] + ([ctx.input(2)] if ctx.input(2) else [])
-    if node.inputs[0].desc.dtype in ("float32", "float64", "float16", "bfloat16"):
-        ctx.emit("Gemm", inputs, [ctx.output(0)], transA=int(node.attrs["transpose_x1"]),
-                 transB=int(node.attrs["transpose_x2"]))
-        return
-    a, b = inputs[:2]
-    if node.attrs["transpose_x1"]:
-        a = ctx.emit("Transpose", [a], perm=[1, 0])[0]
-    if node.attrs["transpose_x2"]:
-        b = ctx.emit("Transpose", [b], perm=[1, 0])[0]
-    dtype = node.inputs[0].desc.dtype
-    if len(inputs) == 3:
-        product = emit_via(ctx, "MatMul", [a, b], ctx.fresh("product"), dtype, ARITHMETIC_VIA)
-        ctx.emit("Add", [product, inputs[2]], [ctx.output(0)])
-    else:
-        emit_via(ctx, "MatMul", [a, b], ctx.output(0), dtype, ARITHMETIC_VIA)
+def atan64(o: Emitter, x: str, out=None) -> str:
+    """float64 atan: float32 Atan of t = x or 1/x (|t| <= 1), refined by two Newton steps on
+    sin(y) - t cos(y) = 0, whose error squares each step (1e-7 -> 1e-14 -> exact)."""
+    big = o.Greater(o.Abs(x), o.c(1))
+    t = o.Where(big, o.Reciprocal(x), x)
+    y = o.Cast(o.Atan(o.Cast(t, to=ONNX_DTYPES["float32"])), to=ONNX_DTYPES["float64"])
+    for _ in range(2):
+        sin, cos = o.Sin(y), o.Cos(y)
+        step = o.Div(o.Sub(sin, o.Mul(t, cos)), o.Add(cos, o.Mul(t, sin)))
+        y = o.Sub(y, step)
+    return o.Where(big, o.Sub(o.Mul(o.Sign(x), o.c(PI / 2)), y), y, out=out)
 
 
-def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None):
-    proto = (OPS.declare(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
-             .attr("keep_dims", "bool", False))
-
-    @proto.infer
-    def infer(node):
-        x = node.inputs[0].desc
-        axes = const_ints(node, 1)
-        if x.shape is None or axes is None:
-            rank = None if x.rank is None or not node.attrs["keep_dims"] else x.rank
-            return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
-        axes = {normalize_axis(a, len(x.shape)) for a in axes}
-        if node.attrs["keep_dims"]:
-            shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-        else:
-            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        return [TensorDesc(x.dtype, shape)]
-
-    @proto.lower
-    def lower(ctx, node):
-        emit_via(ctx, onnx_op, [ctx.input(0), axes_input(ctx, 1)], ctx.output(0),
-                 node.inputs[0].desc.dtype, via or {}, cast_count=1,
-                 keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
-    return proto
+def _large_log(o: Emitter, a: str) -> str:
+    """log(2a), for asinh/acosh of a > 2**28 where a*a would lose everything or overflow."""
+    return o.Add(o.Log(a), o.c(LN2))
 
 
-_reduction("ReduceMean", "ReduceMean", "mean over `axes`", via=ARITHMETIC_VIA)
-_reduction("ReduceSum", "ReduceSum", "sum over `axes`", via=ARITHMETIC_VIA)
-_reduction("ReduceMax", "ReduceMax", "maximum over `axes`", via=MINMAX_VIA)
-_reduction("ReduceMin", "ReduceMin", "minimum over `axes`", via=MINMAX_VIA)
-_reduction("ReduceProd", "ReduceProd", "product over `axes`", via=ARITHMETIC_VIA)
-
-bucketize = (OPS.declare("BoostedTreesBucketize",
-                          "Per feature i: y_i = how many of bucket_boundaries_i are <= float_values_i.")
-             .dynamic_input("float_values", ("float32",), count_attr="num_features")
-             .dynamic_input("bucket_boundaries", ("float32",), count_attr="num_features")
-             .dynamic_output("y", ("int32",), count_attr="num_features")
-             .attr("num_features", "int"))
+def _tan64(o, x):
+    return o.Div(o.Sin(x), o.Cos(x), out=o.out)
 
 
-@bucketize.infer
-def _infer_bucketize(node):
-    n = node.attrs["num_features"]
-    return [TensorDesc("int32", node.inputs[i].desc.shape) for i in range(n)]
+def _atan64_body(o, x):
+    return atan64(o, x, o.out)
 
 
-@bucketize.lower
-def _lower_bucketize(ctx, node):
-    n = node.attrs["num_features"]
-    axis = ctx.constant(np.array([-1], np.int64))
-    for i in range(n):
-        values = ctx.emit("Unsqueeze", [ctx.input(i), axis])[0]          # [batch, 1]
-        above = ctx.emit("GreaterOrEqual", [values, ctx.input(n + i)])[0]  # [batch, k]
-        counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
-        ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)
-
-top_k = (OPS.declare("TopK", "The k largest (or smallest) entries along `dim`, with their indices.")
-         .input("x", NUMBER_TYPES).input("k", INDEX_TYPES).output("values").output("indices", INDEX_TYPES)
-         .attr("sorted", "bool", True).attr("dim", "int", -1).attr("largest", "bool", True)
-         .attr("index_type", "dtype", "int32"))
+def _asin64(o, x):
+    """atan(x / sqrt((1 - x)(1 + x))): +-inf at +-1 gives +-pi/2."""
+    return atan64(o, o.Div(x, o.Sqrt(o.Mul(o.Sub(o.c(1), x), o.Add(o.c(1), x)))), o.out)
 
 
-@top_k.infer
-def _infer_top_k(node):
-    x, k = node.inputs[0].desc, const_ints(node, 1)
-    shape = None
-    if x.shape is not None:
-        dim = normalize_axis(node.attrs["dim"], len(x.shape))
-        shape = tuple((k[0] if k else None) if i == dim else d for i, d in enumerate(x.shape))
-    return [TensorDesc(x.dtype, shape), TensorDesc(node.attrs["index_type"], shape)]
+def _acos64(o, x):
+    """2 atan(sqrt((1 - x) / (1 + x)))."""
+    half = atan64(o, o.Sqrt(o.Div(o.Sub(o.c(1), x), o.Add(o.c(1), x))))
+    return o.Mul(o.c(2), half, out=o.out)
 
 
-@top_k.lower
-def _lower_top_k(ctx, node):
-    from tf2ir.opp.common import cast_from_int64
-    k = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
-    indices = ctx.fresh("indices")
-    ctx.emit("TopK", [ctx.input(0), k], [ctx.output(0), indices], axis=node.attrs["dim"],
-             largest=int(node.attrs["largest"]), sorted=int(node.attrs["sorted"]))
-    cast_from_int64(ctx, indices, node.attrs["index_type"], ctx.output(1))
+def _sinh64(o, x):
+    """sign(x) * (e + e / (e + 1)) / 2 with e = expm1(|x|): no cancellation near 0."""
+    e = expm1_exact(o, o.Abs(x))
+    half = o.Mul(o.c(0.5), o.Add(e, o.Div(e, o.Add(e, o.c(1)))))
+    half = o.Where(o.Equal(e, o.c(np.inf)), e, half)
+    return o.Mul(o.Sign(x), half, out=o.out)
+
+
+def _cosh64(o, x):
+    """h + 1/(4h) with h = exp(|x| - ln 2) = e**|x| / 2: finite as far as cosh is."""
+    h = o.Exp(o.Sub(o.Abs(x), o.c(LN2)))
+    return o.Add(h, o.Div(o.c(0.25), h), out=o.out)
+
+
+def _asinh64(o, x):
+    """sign(x) * log1p(a + a*a / (1 + sqrt(1 + a*a))), a = |x|."""
+    a = o.Abs(x)
+    square = o.Mul(a, a)
+    small = log1p_exact(o, o.Add(a, o.Div(square, o.Add(o.c(1), o.Sqrt(o.Add(o.c(1), square))))))
+    value = o.Where(o.Greater(a, o.c(2.0 ** 28)), _large_log(o, a), small)
+    return o.Mul(o.Sign(x), value, out=o.out)
+
+
+def _acosh64(o, x):
+    """log1p(t + sqrt(2t + t*t)), t = x - 1 (NaN below 1, as TF)."""
+    t = o.Sub(x, o.c(1))
+    small = log1p_exact(o, o.Add(t, o.Sqrt(o.Add(o.Mul(o.c(2), t), o.Mul(t, t)))))
+    return o.Where(o.Greater(x, o.c(2.0 ** 28)), _large_log(o, x), small, out=o.out)
+
+
+def _atanh64(o, x):
+    """sign(x) * log1p(2a / (1 - a)) / 2, a = |x|."""
+    a = o.Abs(x)
+    value = log1p_exact(o, o.Div(o.Mul(o.c(2), a), o.Sub(o.c(1), a)))
+    return o.Mul(o.Sign(x), o.Mul(o.c(0.5), value), out=o.out)
+
+
+F64_BODIES = {"Tan": _tan64, "Atan": _atan64_body, "Asin": _asin64, "Acos": _acos64,
+              "Sinh": _sinh64, "Cosh": _cosh64, "Asinh": _asinh64, "Acosh": _acosh64,
+              "Atanh": _atanh64}
+
+
+def _trig(op_type: str, doc: str, fold):
+    """A float unary op with an ONNX op of its name (float16/32 kernels only) and a float64
+    composition in F64_BODIES."""
+    def body(o, x, dtype):
+        if dtype == "float64":
+            return F64_BODIES[op_type](o, x)
+        return getattr(o, op_type)(x, out=o.out)
+    return declare_unary(OPS, op_type, doc, body, FLOAT_KERNELS, fold=fold)
+
+
+_trig("Tan", "tangent", np.tan)
+_trig("Asin", "arc sine (NaN outside [-1, 1])", np.arcsin)
+_trig("Acos", "arc cosine (NaN outside [-1, 1])", np.arccos)
+_trig("Atan", "arc tangent", np.arctan)
+_trig("Sinh", "hyperbolic sine", np.sinh)
+_trig("Cosh", "hyperbolic cosine", np.cosh)
+_trig("Asinh", "inverse hyperbolic sine", np.arcsinh)
+_trig("Acosh", "inverse hyperbolic cosine (NaN below 1)", np.arccosh)
+_trig("Atanh", "inverse hyperbolic tangent (NaN outside [-1, 1])", np.arctanh)
+declare_unary(OPS, "Log1p", "log(1 + x), exact near 0", lambda o, x, dtype: log1p_exact(o, x, o.out),
+              ("float32", "float64"), fold=np.log1p)
+declare_unary(OPS, "Expm1", "exp(x) - 1, exact near 0", lambda o, x, dtype: expm1_exact(o, x, o.out),
+              ("float32", "float64"), fold=np.expm1)
+
+# -- sign, rounding, float classes ----------------------------------------------------------
+declare_unary(OPS, "Sign", "-1, 0 or 1 by the sign of x (NaN stays NaN)",   # half Sign kernels lose NaN
+              lambda o, x, dtype: o.Sign(x, out=o.out), ("float32", "float64") + INT_TYPES, NUMBER_TYPES,
+              fold=np.sign)
+declare_unary(OPS, "Round", "round half to even (TF Round and Rint); integers are kept",
+              lambda o, x, dtype: o.Identity(x, out=o.out) if dtype in INT_TYPES else o.Round(x, out=o.out),
+              NO_BF16, NUMBER_TYPES, fold=np.round)
+declare_unary(OPS, "IsNan", "x is NaN", lambda o, x, dtype: o.IsNaN(x, out=o.out), FLOAT_KERNELS,
+              predicate=True, fold=np.isnan)
+declare_unary(OPS, "IsInf", "x is +inf or -inf", lambda o, x, dtype: o.IsInf(x, out=o.out),
+              ("float32", "float64"), predicate=True, fold=np.isinf)
+declare_unary(OPS, "IsFinite", "x is neither NaN nor infinite",
+              lambda o, x, dtype: o.Not(o.Or(o.IsNaN(x), o.IsInf(x)), out=o.out),
+              ("float32", "float64"), predicate=True, fold=np.isfinite)
+
+
+# -- atan2 ---------------------------------------------------------------------------------
+def _signbit(o: Emitter, v: str) -> str:
+    """v is negative, -0 or -inf (1 / -0 is -inf)."""
+    return o.Or(o.Less(v, o.c(0)), o.Less(o.Reciprocal(v), o.c(0)))
+
+
+def _atan2(o, y, x, dtype):
+    """atan(y / x) moved by +-pi where x is negative (or -0), with C's atan2 cases for zeros
+    (signed) and two infinities; TF's Atan2 takes y first."""
+    atan = o.Atan if dtype == "float32" else (lambda v: atan64(o, v))
+    both_inf = o.And(o.IsInf(y), o.IsInf(x))
+    ratio = o.Where(both_inf, o.Mul(o.Sign(y), o.Sign(x)), o.Div(y, x))
+    zero_y = o.And(o.Equal(y, o.c(0)), o.Not(o.IsNaN(x)))
+    base = o.Where(zero_y, y, atan(ratio))
+    half_turn = o.Where(_signbit(o, y), o.c(-PI), o.c(PI))
+    return o.Where(_signbit(o, x), o.Add(base, half_turn), base, out=o.out)
+
+
+declare_binary(OPS, "Atan2", "the angle of (x2, x1): TF's atan2(y=x1, x=x2)", _atan2, ("float32", "float64"),
+               FLOAT_TYPES, fold=np.arctan2)

@@ -1,9 +1,10 @@
-"""Reductions and linear algebra beyond the basics: arg-max/min, boolean reductions, cumulative sums and products, batched matrix products, einsum."""
+"""Reductions and scans along axes: sums, means, extrema and products (ReduceSum, ...),
+arg-max/min, the boolean All/Any, EuclideanNorm, L2Loss, TopK, cumulative sums and products, and
+BoostedTreesBucketize (per value, how many bucket boundaries lie at or below it)."""
 
 from __future__ import annotations
 
-import re
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 from onnx import helper
@@ -12,9 +13,9 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
-    INT64_MAX, broadcast_shapes, cast_from_int64, const_ints, normalize_axis,
+    ARITHMETIC_VIA, INT64_MAX, MINMAX_VIA, cast_from_int64, const_ints, emit_cast, emit_via,
+    int64_input, normalize_axis,
 )
-from tf2ir.opp.math import ARITHMETIC_VIA, axes_input, emit_via
 
 OPS = OpSet("tf2ir.opp.reduce")
 
@@ -30,9 +31,59 @@ def _reduced_desc(x: TensorDesc, axes: Optional[List[int]], keep_dims: bool, dty
     return TensorDesc(dtype, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def _cast(ctx, name: str, dtype: str) -> str:
-    return ctx.emit("Cast", [name], to=ONNX_DTYPES[dtype])[0]
+def axes_input(ctx, index):
+    """The node's input `index` (TF reduction axes: a scalar or a vector) as the 1-D int64
+    tensor ONNX reductions require."""
+    value = ctx.const_input(index)
+    if value is not None:
+        return ctx.constant(np.asarray(value, dtype=np.int64).reshape(-1), "axes")
+    axes = int64_input(ctx, index)
+    if ctx.input_desc(index).rank == 1:
+        return axes
+    return ctx.emit("Reshape", [axes, ctx.constant(np.array([-1], np.int64))])[0]
 
+
+# -- sums, means, extrema, products ---------------------------------------------------------
+def _reduction(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None):
+    proto = (OPS.declare(op_type, doc).input("x", dtypes).input("axes", INDEX_TYPES).output("y")
+             .attr("keep_dims", "bool", False))
+
+    @proto.infer
+    def infer(node):
+        x = node.inputs[0].desc
+        axes = const_ints(node, 1)
+        if x.shape is None or axes is None:
+            rank = None if x.rank is None or not node.attrs["keep_dims"] else x.rank
+            return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
+        axes = {normalize_axis(a, len(x.shape)) for a in axes}
+        if node.attrs["keep_dims"]:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return [TensorDesc(x.dtype, shape)]
+
+    @proto.lower
+    def lower(ctx, node):
+        emit_via(ctx, onnx_op, [ctx.input(0), axes_input(ctx, 1)], ctx.output(0),
+                 node.inputs[0].desc.dtype, via or {}, cast_count=1,
+                 keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
+    return proto
+
+
+def _fold_reduction(numpy_fn):
+    def fold(node, values):
+        axes = tuple(int(a) for a in np.asarray(values[1]).reshape(-1))
+        return [numpy_fn(values[0], axis=axes, keepdims=node.attrs["keep_dims"])]
+    return fold
+
+
+_reduction("ReduceMean", "ReduceMean", "mean over `axes`", via=ARITHMETIC_VIA)
+
+_reduction("ReduceSum", "ReduceSum", "sum over `axes`", via=ARITHMETIC_VIA).fold(_fold_reduction(np.sum))
+_reduction("ReduceMax", "ReduceMax", "maximum over `axes`", via=MINMAX_VIA).fold(_fold_reduction(np.max))
+_reduction("ReduceMin", "ReduceMin", "minimum over `axes`", via=MINMAX_VIA).fold(_fold_reduction(np.min))
+_reduction("ReduceProd", "ReduceProd", "product over `axes`", via=ARITHMETIC_VIA) \
+    .fold(_fold_reduction(np.prod))
 
 # -- arg max / arg min ------------------------------------------------------------------------
 # onnxruntime's ArgMax/ArgMin kernels: float16/32/64, int8, uint8, int32, int64
@@ -63,7 +114,7 @@ def _arg_reduction(op_type: str, onnx_op: str, doc: str):
         a = normalize_axis(axis[0], x.rank)
         source = ctx.input(0)
         if x.dtype in ARG_VIA:
-            source = _cast(ctx, source, ARG_VIA[x.dtype])
+            source = emit_cast(ctx, source, ARG_VIA[x.dtype])
         # TF returns the first index among equal values: select_last_index=0
         index = ctx.emit(onnx_op, [source], axis=a, keepdims=0, select_last_index=0)[0]
         cast_from_int64(ctx, index, node.attrs["output_type"], ctx.output(0))
@@ -97,7 +148,7 @@ def _bool_reduction(op_type: str, doc: str, is_all: bool):
         if is_all:
             ctx.emit("Cast", [least], [ctx.output(0)], to=ONNX_DTYPES["bool"])
         else:
-            ctx.emit("Not", [_cast(ctx, least, "bool")], [ctx.output(0)])
+            ctx.emit("Not", [emit_cast(ctx, least, "bool")], [ctx.output(0)])
 
     @proto.fold
     def fold(node, values):
@@ -138,6 +189,33 @@ def _lower_l2_loss(ctx, node):
     total = ctx.emit("ReduceSumSquare", [ctx.input(0)], keepdims=0)[0]
     two = ctx.constant(np.array(2, numpy_dtype(dtype)))
     ctx.emit("Div", [total, two], [ctx.output(0)])
+
+
+# -- top k ---------------------------------------------------------------------------------
+top_k = (OPS.declare("TopK", "The k largest (or smallest) entries along `dim`, with their indices.")
+         .input("x", NUMBER_TYPES).input("k", INDEX_TYPES).output("values").output("indices", INDEX_TYPES)
+         .attr("sorted", "bool", True).attr("dim", "int", -1).attr("largest", "bool", True)
+         .attr("index_type", "dtype", "int32"))
+
+
+@top_k.infer
+def _infer_top_k(node):
+    x, k = node.inputs[0].desc, const_ints(node, 1)
+    shape = None
+    if x.shape is not None:
+        dim = normalize_axis(node.attrs["dim"], len(x.shape))
+        shape = tuple((k[0] if k else None) if i == dim else d for i, d in enumerate(x.shape))
+    return [TensorDesc(x.dtype, shape), TensorDesc(node.attrs["index_type"], shape)]
+
+
+@top_k.lower
+def _lower_top_k(ctx, node):
+    from tf2ir.opp.common import cast_from_int64
+    k = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
+    indices = ctx.fresh("indices")
+    ctx.emit("TopK", [ctx.input(0), k], [ctx.output(0), indices], axis=node.attrs["dim"],
+             largest=int(node.attrs["largest"]), sorted=int(node.attrs["sorted"]))
+    cast_from_int64(ctx, indices, node.attrs["index_type"], ctx.output(1))
 
 
 # -- cumulative sum and product ---------------------------------------------------------------
@@ -198,7 +276,7 @@ def _lower_cumprod(ctx, node):
         raise ConversionError("Cumprod needs a constant axis and an input of known rank")
     a = normalize_axis(axis[0], x.rank)
     dtype = ARITHMETIC_VIA.get(x.dtype, x.dtype)
-    source = ctx.input(0) if dtype == x.dtype else _cast(ctx, ctx.input(0), dtype)
+    source = ctx.input(0) if dtype == x.dtype else emit_cast(ctx, ctx.input(0), dtype)
     # the running product starts as ones shaped like one slice along the axis
     shape = ctx.emit("Shape", [source])[0]
     before = ctx.emit("Slice", [shape, ctx.constant(np.array([0], np.int64)),
@@ -232,168 +310,27 @@ def _lower_cumprod(ctx, node):
         ctx.emit("Cast", [product], [ctx.output(0)], to=ONNX_DTYPES[x.dtype])
 
 
-# -- batched matrix products ------------------------------------------------------------------
-batch_mat_mul = (OPS.declare("BatchMatMul", "Matrix products over the last two dims, batch dims "
-                                             "broadcast; adj_x1/adj_x2 transpose them (real types).")
-                 .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).output("y")
-                 .attr("adj_x1", "bool", False).attr("adj_x2", "bool", False)
-                 .attr("dst_type", "dtype", None, doc="output dtype; None: the inputs' dtype"))
+# -- bucketize ------------------------------------------------------------------------------
+bucketize = (OPS.declare("BoostedTreesBucketize",
+                          "Per feature i: y_i = how many of bucket_boundaries_i are <= float_values_i.")
+             .dynamic_input("float_values", ("float32",), count_attr="num_features")
+             .dynamic_input("bucket_boundaries", ("float32",), count_attr="num_features")
+             .dynamic_output("y", ("int32",), count_attr="num_features")
+             .attr("num_features", "int"))
 
 
-@batch_mat_mul.infer
-def _infer_batch_mat_mul(node):
-    a, b = node.inputs[0].desc, node.inputs[1].desc
-    dtype = node.attrs["dst_type"] or a.dtype
-    if node.attrs["dst_type"] is None and a.dtype != b.dtype:
-        raise ConversionError(f"operand dtypes differ: {a.dtype} and {b.dtype}")
-    for side in (a, b):
-        if side.rank is not None and side.rank < 2:
-            raise ConversionError(f"BatchMatMul operands need rank >= 2, got rank {side.rank}")
-    if a.shape is None or b.shape is None:
-        return [TensorDesc(dtype, None)]
-    rows = a.shape[-1] if node.attrs["adj_x1"] else a.shape[-2]
-    inner_a = a.shape[-2] if node.attrs["adj_x1"] else a.shape[-1]
-    inner_b = b.shape[-1] if node.attrs["adj_x2"] else b.shape[-2]
-    cols = b.shape[-2] if node.attrs["adj_x2"] else b.shape[-1]
-    if None not in (inner_a, inner_b) and inner_a != inner_b:
-        raise ConversionError(f"inner dims differ: {list(a.shape)} @ {list(b.shape)}")
-    return [TensorDesc(dtype, broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (rows, cols))]
+@bucketize.infer
+def _infer_bucketize(node):
+    n = node.attrs["num_features"]
+    return [TensorDesc("int32", node.inputs[i].desc.shape) for i in range(n)]
 
 
-@batch_mat_mul.lower
-def _lower_batch_mat_mul(ctx, node):
-    dtype = node.outputs[0].desc.dtype
-    operands = []
-    for index, adjoint in ((0, node.attrs["adj_x1"]), (1, node.attrs["adj_x2"])):
-        desc, name = node.inputs[index].desc, ctx.input(index)
-        if desc.dtype != dtype:
-            name = _cast(ctx, name, dtype)
-        if adjoint:
-            if desc.rank is None:
-                raise ConversionError("adj_x/adj_y need operands of known rank")
-            perm = list(range(desc.rank - 2)) + [desc.rank - 1, desc.rank - 2]
-            name = ctx.emit("Transpose", [name], perm=perm)[0]
-        operands.append(name)
-    emit_via(ctx, "MatMul", operands, ctx.output(0), dtype, ARITHMETIC_VIA)
-
-
-# -- einsum -----------------------------------------------------------------------------------
-einsum = (OPS.declare("Einsum", "Einstein summation over x0..xN-1 as `equation` says "
-                                 "(numpy notation, '...' for broadcast dims).")
-          .dynamic_input("x", NUMBER_TYPES, count_attr="N").output("y")
-          .attr("N", "int").attr("equation", "str"))
-_EQUATION = re.compile(r"^[a-zA-Z.,]*(->[a-zA-Z.]*)?$")
-
-
-def parse_equation(equation: str, count: int):
-    """(input terms, output term) with '...' as '.'; the implicit output of numpy when
-    there is no '->': the ellipsis, then the labels used once, alphabetically."""
-    equation = equation.replace(" ", "")
-    if not _EQUATION.match(equation):
-        raise ConversionError(f"einsum equation {equation!r} is not understood")
-    left, arrow, right = equation.partition("->")
-    terms = [t.replace("...", ".") for t in left.split(",")]
-    stray_dots = (left + right).replace("...", "").count(".")
-    if len(terms) != count or stray_dots or any(t.count(".") > 1 for t in terms):
-        raise ConversionError(f"einsum equation {equation!r} does not fit {count} inputs")
-    if arrow:
-        return terms, right.replace("...", ".")
-    labels = "".join(terms).replace(".", "")
-    once = sorted(c for c in set(labels) if labels.count(c) == 1)
-    return terms, ("." if any("." in t for t in terms) else "") + "".join(once)
-
-
-@einsum.infer
-def _infer_einsum(node):
-    descs = [v.desc for v in node.inputs]
-    terms, output = parse_equation(node.attrs["equation"], len(descs))
-    dtype = descs[0].dtype
-    if any(d.dtype != dtype for d in descs):
-        raise ConversionError(f"einsum operand dtypes differ: {[d.dtype for d in descs]}")
-    sizes: Dict[str, list] = {}
-    ellipses = []
-    for term, desc in zip(terms, descs):
-        if desc.shape is None:
-            if "." in term or "." in output:
-                return [TensorDesc(dtype, None)]
-            for label in term:
-                sizes.setdefault(label, []).append(None)
-            continue
-        labels = len(term.replace(".", ""))
-        if len(desc.shape) < labels or ("." not in term and len(desc.shape) != labels):
-            raise ConversionError(f"einsum term {term!r} does not fit shape {list(desc.shape)}")
-        if "." in term:
-            start = term.index(".")
-            span = len(desc.shape) - labels
-            ellipses.append(desc.shape[start:start + span])
-            dims = desc.shape[:start] + desc.shape[start + span:]
-            term = term.replace(".", "")
-        else:
-            dims = desc.shape
-        for label, dim in zip(term, dims):
-            sizes.setdefault(label, []).append(dim)
-
-    def size(label):
-        dims = sizes.get(label)
-        if dims is None:
-            raise ConversionError(f"einsum output label {label!r} is in no input")
-        known = {d for d in dims if d is not None and d != 1}
-        if len(known) > 1:
-            raise ConversionError(f"einsum label {label!r} has sizes {sorted(known)}")
-        return known.pop() if known else (None if None in dims else 1)
-
-    shape = []
-    for label in output:
-        shape.extend(broadcast_shapes(*ellipses) if label == "." and ellipses else
-                     () if label == "." else (size(label),))
-    return [TensorDesc(dtype, tuple(shape))]
-
-
-@einsum.lower
-def _lower_einsum(ctx, node):
-    dtype = node.inputs[0].desc.dtype
-    terms, _ = parse_equation(node.attrs["equation"], len(node.inputs))
-    inputs = [ctx.input(i) for i in range(len(node.inputs))]
-    # onnxruntime wants '...' to stand for as many dims in every input: pad the shorter
-    # ones with leading size-1 dims, as broadcasting would
-    spans = {i: node.inputs[i].desc.rank - len(term) + 1 for i, term in enumerate(terms)
-             if "." in term and node.inputs[i].desc.rank is not None}
-    if spans and len(set(spans.values())) > 1:
-        widest = max(spans.values())
-        for i, span in spans.items():
-            if span < widest:
-                start = terms[i].index(".")
-                axes = ctx.constant(np.arange(start, start + widest - span, dtype=np.int64))
-                inputs[i] = ctx.emit("Unsqueeze", [inputs[i], axes])[0]
-    emit_via(ctx, "Einsum", inputs, ctx.output(0), dtype, ARITHMETIC_VIA,
-             equation=node.attrs["equation"].replace(" ", ""))
-
-
-# -- diagonal matrices ------------------------------------------------------------------------
-matrix_diag = (OPS.declare("MatrixDiag", "Square matrices [..., N, N] with `diagonal` [..., N] on "
-                                          "the main diagonal and padding_value (default 0) elsewhere.")
-               .input("diagonal").optional_input("padding_value").output("y"))
-
-
-@matrix_diag.infer
-def _infer_matrix_diag(node):
-    d = node.inputs[0].desc
-    if d.rank == 0:
-        raise ConversionError("MatrixDiag needs a diagonal of rank >= 1")
-    return [TensorDesc(d.dtype, None if d.shape is None else d.shape + d.shape[-1:])]
-
-
-@matrix_diag.lower
-def _lower_matrix_diag(ctx, node):
-    dtype = node.inputs[0].desc.dtype
-    last = ctx.constant(np.array([-1], np.int64))
-    size = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], last])[0]      # [N]
-    count = ctx.emit("Squeeze", [size])[0]
-    positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), count,
-                                   ctx.constant(np.array(1, np.int64))])[0]
-    rows = ctx.emit("Unsqueeze", [positions, last])[0]                                  # [N, 1]
-    on_diagonal = ctx.emit("Equal", [rows, positions])[0]                              # [N, N]
-    column = ctx.emit("Unsqueeze", [ctx.input(0), last])[0]                            # [..., N, 1]
-    # entry (i, j) of a row takes diagonal[..., i]: the diagonal as a column broadcasts
-    padding = ctx.input(1) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
-    ctx.emit("Where", [on_diagonal, column, padding], [ctx.output(0)])
+@bucketize.lower
+def _lower_bucketize(ctx, node):
+    n = node.attrs["num_features"]
+    axis = ctx.constant(np.array([-1], np.int64))
+    for i in range(n):
+        values = ctx.emit("Unsqueeze", [ctx.input(i), axis])[0]          # [batch, 1]
+        above = ctx.emit("GreaterOrEqual", [values, ctx.input(n + i)])[0]  # [batch, k]
+        counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
+        ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)

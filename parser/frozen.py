@@ -14,7 +14,7 @@ import sys
 import tempfile
 from typing import List, Sequence, Tuple
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir.errors import ConversionError, ExitStatus
 
 DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_TAGS = ("serve",)
@@ -84,7 +84,7 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
     if signature not in available:
         raise ConversionError(f"no signature '{signature}'; available: "
                               f"{', '.join(available) or 'none'} (choose with --signature)",
-                              model=path, exit_code=2)
+                              model=path, exit_code=ExitStatus.USAGE)
     concrete = loaded.signatures[signature]
     # Signatures take and return flat dicts, flattened in sorted key order.
     args, kwargs = concrete.structured_input_signature

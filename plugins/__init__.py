@@ -1,7 +1,8 @@
-"""The plugin system: hookspecs, the plugin manager, `register_op`, `auto_mapping` and scope fusion passes.
-The built-in TensorFlow plugins live in `builtin/`, written as a third-party package would."""
+"""The plugin system: hookspecs, the plugin manager, `register_op`, `auto_mapping`, scope fusion
+passes, `TfNode` (the TF node plugins read); `builtin/` holds the built-in TF plugins."""
 
 from tf2ir.plugins.spec import hookimpl, hookspec
+from tf2ir.plugins.tfnode import FunctionalTfNode, FusedTfNode, TfNode
 from tf2ir.plugins.registry import TENSORFLOW, ImplyType, OpRegistration, register_op
 from tf2ir.plugins.mapping import DynamicInputOutputInfo, IrOp, auto_mapping, auto_mapping_dynamic
 from tf2ir.plugins.subgraph import SubgraphBuilder
@@ -13,7 +14,8 @@ from tf2ir.plugins.fusion import (
 __all__ = ["hookimpl", "hookspec", "TENSORFLOW", "ImplyType", "OpRegistration",
            "register_op", "IrOp", "auto_mapping", "auto_mapping_dynamic", "DynamicInputOutputInfo", "PluginManager",
            "scope_fusion_pass", "ScopeFusionPass", "ScopePattern", "Structure", "ScopeMatch",
-           "FusionResult", "InnerNode", "at_least", "at_most", "between", "SubgraphBuilder"]
+           "FusionResult", "InnerNode", "at_least", "at_most", "between", "SubgraphBuilder",
+           "TfNode", "FusedTfNode", "FunctionalTfNode"]
 
 
 def __getattr__(name):

@@ -22,9 +22,11 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.passes.manager import PassRecord
+from tf2ir.plugins.tfnode import TfNode
 
 Count = Union[int, Tuple[int, Optional[int]]]
 Tensor = Tuple[str, int]                       # a TF tensor: (node name, output port)
+LabelOrNode = Union[str, TfNode]               # a Structure label or a matched TF node
 WILDCARD = "*"
 INNER_NODE_PREFIX = "ir:"   # origin type of a many-to-many result's node: "ir:" + IR op type
 
@@ -48,8 +50,8 @@ def count_range(count: Count) -> Tuple[int, Optional[int]]:
 def _edges(spec: Union[str, Sequence[Tuple[str, str]]]) -> List[Tuple[str, str]]:
     """'a -> b -> c, x -> c' (chains separated by ',' ';' or newlines) or a list of pairs."""
     if not isinstance(spec, str):
-        return [tuple(e) for e in spec]
-    edges = []
+        return [(a, b) for a, b in spec]
+    edges: List[Tuple[str, str]] = []
     for chain in re.split(r"[,;\n]", spec):
         labels = [p.strip() for p in chain.split("->") if p.strip()]
         edges.extend(zip(labels, labels[1:]))
@@ -109,8 +111,8 @@ class ScopeMatch:
     """One matched scope or structure, as a pass sees it (CANN's Scope): its nodes, the
     tensors entering and leaving it, the structure's labels, and constant lookups."""
 
-    def __init__(self, pattern: ScopePattern, scope: str, nodes: List[Any],
-                 labels: Dict[str, Any], inputs: List[Tensor], outputs: List[Tensor],
+    def __init__(self, pattern: ScopePattern, scope: str, nodes: List[TfNode],
+                 labels: Dict[str, TfNode], inputs: List[Tensor], outputs: List[Tensor],
                  graph: Any):
         self.pattern = pattern
         self.scope = scope            # "" for a structure match outside any scope pattern
@@ -120,10 +122,10 @@ class ScopeMatch:
         self.outputs = outputs        # tensors produced inside, read outside (or sinks)
         self.graph = graph            # the TfGraph (read-only for a pass)
 
-    def node(self, label: str):
+    def node(self, label: str) -> TfNode:
         return self.labels[label]
 
-    def of_type(self, *op_types: str) -> List[Any]:
+    def of_type(self, *op_types: str) -> List[TfNode]:
         return [n for n in self.nodes if n.op_type in op_types]
 
     def tensor(self, label: str) -> Tensor:
@@ -137,7 +139,7 @@ class ScopeMatch:
                         return src
         return (node.name, 0)
 
-    def operands(self, label_or_node) -> List[Tensor]:
+    def operands(self, label_or_node: LabelOrNode) -> List[Tensor]:
         node = self.labels[label_or_node] if isinstance(label_or_node, str) else label_or_node
         return list(node.inputs)
 
@@ -160,7 +162,7 @@ class ScopeMatch:
         value = self.const_value(tensor)
         return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
 
-    def const_operand(self, label_or_node) -> Tuple[Optional[float], Optional[Tensor]]:
+    def const_operand(self, label_or_node: LabelOrNode) -> Tuple[Optional[float], Optional[Tensor]]:
         """For a binary op with one scalar constant operand: (that scalar, the other operand)."""
         a, b = self.operands(label_or_node)[:2]
         if self.scalar(a) is not None:
@@ -171,8 +173,9 @@ class ScopeMatch:
         return f"<ScopeMatch {self.pattern.name or self.scope!r} {len(self.nodes)} nodes>"
 
 
-_FOLD = {"Identity": lambda v: v, "Sqrt": np.sqrt, "Neg": np.negative,
-         "Reciprocal": np.reciprocal, "Rsqrt": lambda v: 1 / np.sqrt(v)}
+_FOLD: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "Identity": lambda v: v, "Sqrt": np.sqrt, "Neg": np.negative,
+    "Reciprocal": np.reciprocal, "Rsqrt": lambda v: 1 / np.sqrt(v)}
 
 
 @dataclass

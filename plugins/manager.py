@@ -11,7 +11,7 @@ import importlib.util
 import os
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Protocol, Type, TypeVar
 
 import pluggy
 
@@ -25,6 +25,15 @@ from tf2ir.plugins.registry import OpRegistration
 BUILTIN_MODULES = tuple(f"tf2ir.plugins.builtin.{m.name}"
                         for m in pkgutil.iter_modules(builtin.__path__) if not m.ispkg)
 PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
+
+
+class _HasProvenance(Protocol):
+    """What the manager records on every registered item: the plugin and its source."""
+    plugin: str
+    source: str
+
+
+_Provenanced = TypeVar("_Provenanced", bound=_HasProvenance)
 
 
 @dataclass
@@ -88,8 +97,9 @@ class PluginManager:
                 raise ConversionError(f"cannot load plugin entry point '{ep.value}': "
                                       f"{type(exc).__name__}: {exc}", plugin=ep.name) from exc
             self.pm.register(plugin, name=ep.name)
-            if getattr(ep, "dist", None) is not None:
-                self.packages[ep.name] = f"{ep.dist.name} {ep.dist.version}"
+            dist = getattr(ep, "dist", None)
+            if dist is not None:
+                self.packages[ep.name] = f"{dist.name} {dist.version}"
 
     def load_path(self, path: str) -> None:
         """Register a plugin file, or every `*.py` file of a plugin directory."""
@@ -109,6 +119,8 @@ class PluginManager:
             module_name = f"tf2ir_plugin_{os.path.splitext(os.path.basename(file))[0]}_{digest}"
             try:
                 module_spec = importlib.util.spec_from_file_location(module_name, file)
+                if module_spec is None or module_spec.loader is None:
+                    raise ImportError(f"not a Python module: {file}")
                 module = importlib.util.module_from_spec(module_spec)
                 module_spec.loader.exec_module(module)
             except Exception as exc:
@@ -117,7 +129,8 @@ class PluginManager:
             self.pm.register(module, name=file)
 
     # -- registry --------------------------------------------------------------------
-    def _hook_results(self, hook_name: str, expected: type, hint: str):
+    def _hook_results(self, hook_name: str, expected: Type[_Provenanced],
+                      hint: str) -> Iterator[_Provenanced]:
         """Every item the plugins' `hook_name` returns, with its provenance set
         (`plugin`, `source`); a failing hook or a wrong item names the plugin."""
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():

@@ -14,8 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from tf2ir.ir import ConversionError, Graph, Value
+from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
 from tf2ir.ir.prototype import OpPrototype, check_attr_value, get_prototype, has_prototype
+from tf2ir.plugins.tfnode import TfNode
 
 
 class IrOp:
@@ -40,9 +41,16 @@ class IrOp:
     def get_attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
 
+    def input_desc(self, index: int) -> TensorDesc:
+        """The desc of input `index`, which must be present (not None)."""
+        value = self.inputs[index]
+        if value is None:
+            raise ConversionError(f"input {index} of {self.op_type} is absent")
+        return value.desc
+
     def set_input_format(self, index: int, fmt: str, origin: Optional[str] = None) -> None:
         """Declare the layout of input `index` (a tensor has one format, shared by its users)."""
-        self.inputs[index].desc.set_format(fmt, origin)
+        self.input_desc(index).set_format(fmt, origin)
 
     def set_output_format(self, index: int, fmt: str, origin: Optional[str] = None) -> None:
         self.output_formats[index] = (fmt, origin or fmt)
@@ -53,7 +61,7 @@ class IrOp:
         return value
 
 
-def auto_mapping(src, op: IrOp) -> None:
+def auto_mapping(src: TfNode, op: IrOp) -> None:
     """Map the TF node's attributes onto `op` by name, with type conversion; append the
     attributes the IR op does not declare (see the module docstring for the rule)."""
     proto = op.prototype
@@ -89,7 +97,7 @@ class DynamicInputOutputInfo:
             raise ValueError(f"port_type must be 'input' or 'output', not {self.port_type!r}")
 
 
-def auto_mapping_dynamic(src, op: IrOp, infos: Sequence[DynamicInputOutputInfo]) -> None:
+def auto_mapping_dynamic(src: TfNode, op: IrOp, infos: Sequence[DynamicInputOutputInfo]) -> None:
     """`auto_mapping`, then each dynamic group's count copied from its TF attribute into the
     IR count attribute, checked against the node's inputs; outputs are expanded to match."""
     auto_mapping(src, op)

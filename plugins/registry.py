@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional, cast
+
+from tf2ir.plugins.tfnode import FusedTfNode, TfNode
+
+if TYPE_CHECKING:
+    from tf2ir.plugins.mapping import IrOp
+    from tf2ir.plugins.subgraph import SubgraphBuilder
 
 TENSORFLOW = "TENSORFLOW"
 
@@ -18,8 +24,10 @@ class ImplyType:
     ALL = (TVM, AI_CPU, BUILDIN, CUSTOM)
 
 
-ParseParamsFn = Callable[["TfNode", "IrOp"], None]
-ParseOpToGraphFn = Callable[["TfNode", "SubgraphBuilder"], None]
+# What a plugin registers; `src` is the TF node as `tf2ir.plugins.tfnode` declares it.
+ParseParamsFn = Callable[[TfNode, "IrOp"], None]
+FusionParseParamsFn = Callable[[FusedTfNode, "IrOp"], None]
+ParseOpToGraphFn = Callable[[TfNode, "SubgraphBuilder"], None]
 
 
 @dataclass
@@ -52,10 +60,12 @@ class OpRegistration:
         self.parse_params_fn_ = fn
         return self
 
-    def fusion_parse_params_fn(self, fn: ParseParamsFn) -> "OpRegistration":
+    def fusion_parse_params_fn(self, fn: FusionParseParamsFn) -> "OpRegistration":
         """Map a fused node, whose origin type is a scope fusion pass's result type:
         fn(fused_node, op), where fused_node.inner_nodes are the TF nodes it replaced."""
-        self.parse_params_fn_ = fn
+        # Stored as a ParseParamsFn: the origin type is a fusion result's, so only fused
+        # nodes ever reach it.
+        self.parse_params_fn_ = cast(ParseParamsFn, fn)
         self.fusion = True
         return self
 

@@ -1,10 +1,17 @@
 """Hook specifications: what a tf2ir plugin module may implement (pluggy hooks)."""
+# Hookspecs are signatures whose bodies are their docstrings:
+# mypy: disable-error-code="empty-body"
 
 from __future__ import annotations
 
-from typing import List
+from typing import TYPE_CHECKING, List
 
 import pluggy
+
+if TYPE_CHECKING:
+    from tf2ir.ir.prototype import OpPrototype
+    from tf2ir.plugins.fusion import ScopeFusionPass
+    from tf2ir.plugins.registry import OpRegistration
 
 PROJECT = "tf2ir"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -4,13 +4,18 @@ CANN guide's ParseOpToGraphFn does (AddN → a chain of Adds)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 import numpy as np
 
 from tf2ir.ir import ConversionError, Graph, Node, TensorDesc, Value
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.infer import infer_node
+from tf2ir.plugins.mapping import IrOp
+from tf2ir.plugins.tfnode import TfNode
+
+if TYPE_CHECKING:
+    from tf2ir.plugins.registry import OpRegistration
 
 CALL_OP = "PartitionedCall"
 SUBGRAPH_KEY = "f"
@@ -20,7 +25,7 @@ class SubgraphBuilder:
     """The graph a parse-op-to-graph fn fills: `data(i)` stands for input i of the original
     op, `add_op` adds IR ops (verified as they are added), `set_outputs` ends it."""
 
-    def __init__(self, call):
+    def __init__(self, call: IrOp):
         self.call = call                  # the PartitionedCall IrOp, after parse-params
         self.graph = Graph(call.name)
         self._data: Dict[int, Value] = {}
@@ -29,10 +34,11 @@ class SubgraphBuilder:
         """The output of the Data node for input `index` of the original op."""
         if index in self._data:
             return self._data[index]
-        if not 0 <= index < len(self.call.inputs) or self.call.inputs[index] is None:
+        value = self.call.inputs[index] if 0 <= index < len(self.call.inputs) else None
+        if value is None:
             raise ConversionError(f"Data index {index} is out of range: the call has "
                                   f"{len(self.call.inputs)} inputs")
-        desc = self.call.inputs[index].desc
+        desc = value.desc
         node = self.graph.add_node("Data", [], {"index": index}, name or f"data_{index}",
                                    output_descs=[desc.copy()])
         self._data[index] = node.outputs[0]
@@ -59,13 +65,13 @@ class SubgraphBuilder:
         return self
 
 
-def parse_partitioned_call(src, op) -> None:
+def parse_partitioned_call(src: TfNode, op: IrOp) -> None:
     """The default parse-params fn of a one-to-many mapping: the call keeps the original
     op's inputs, takes its output count from the subgraph, and records `original_type`."""
     op.set_attr("original_type", src.op_type)
 
 
-def build_subgraph(reg, src, op) -> Optional[Graph]:
+def build_subgraph(reg: OpRegistration, src: TfNode, op: IrOp) -> Optional[Graph]:
     """Run `reg`'s parse-op-to-graph fn for TF node `src` whose call is IrOp `op`; None when
     `reg` maps one-to-one. Sets op.num_outputs from the subgraph when the plugin did not."""
     if reg.parse_op_to_graph_fn_ is None:

@@ -164,6 +164,12 @@ def cmd_plugins(args) -> int:
         print(f"{r['origin_op_type']:<{width}}  {r['ir_op_type']:<{ir_width}}  "
               f"{r['imply_type']:<7}  {r['plugin']}{note}")
     print(f"{len(rows)} origin op types")
+    foreign = sorted(p for p, proto in manager.prototypes.items()
+                     if not proto.plugin.startswith("builtin_"))
+    print(f"{len(manager.prototypes)} IR op prototypes"
+          + (f" ({', '.join(foreign)} from plugins)" if foreign else ""))
+    for override in manager.prototype_overrides:
+        print(f"override: {override}")
     for p in manager.fusion_passes:   # in run order
         print(f"fusion pass {p.name:<12} {'on ' if p.enabled else 'off'}  {p.plugin}  {p.description}")
     return ExitStatus.OK

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Dict, Optional
 
-from tf2ir.ir import ConversionError
+from tf2ir.ir.errors import ConversionError, ExitStatus
 
 SETUP_CFG = """\
 [metadata]
@@ -145,19 +145,20 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
     from tf2ir.plugins.manager import PluginManager
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", name):
         raise ConversionError(f"plugin name {name!r} must start with a letter and use letters, "
-                              "digits, '_', '-' or '.'", exit_code=2)
+                              "digits, '_', '-' or '.'", exit_code=ExitStatus.USAGE)
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", origin):
-        raise ConversionError(f"--origin-op {origin!r} is not a TF op type name", exit_code=2)
+        raise ConversionError(f"--origin-op {origin!r} is not a TF op type name", exit_code=ExitStatus.USAGE)
     root = os.path.join(out_dir, name)
     if os.path.exists(root):
-        raise ConversionError(f"{root} exists already; choose another name or directory", exit_code=2)
+        raise ConversionError(f"{root} exists already; choose another name or directory",
+                              exit_code=ExitStatus.USAGE)
     package = package_name(name)
     declared = PluginManager(use_env=False).prototypes
     existing = ir_op is not None and ir_op in declared
     ir_op = ir_op or origin
     if not existing and ir_op in declared:
         raise ConversionError(f"IR op {ir_op} exists already; pass --ir-op {ir_op} to map to it, "
-                              "or another --ir-op name to declare a new one", exit_code=2)
+                              "or another --ir-op name to declare a new one", exit_code=ExitStatus.USAGE)
     values = dict(name=name, package=package, origin=origin, ir_op=ir_op,
                   domain=f"ai.tf2ir.{package}", test_name=re.sub(r"\W", "_", origin).lower())
     files: Dict[str, str] = {

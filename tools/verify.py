@@ -227,7 +227,7 @@ def make_inputs(model, options: VerifyOptions) -> Dict[str, np.ndarray]:
     if given:
         raise ConversionError(f"--inputs-data names {', '.join(sorted(given))}, which "
                               f"{'is not an input' if len(given) == 1 else 'are not inputs'} of "
-                              f"the model (inputs: {', '.join(feeds)})", exit_code=2)
+                              f"the model (inputs: {', '.join(feeds)})", exit_code=ExitStatus.USAGE)
     return feeds
 
 
@@ -239,7 +239,7 @@ def _random(rng, dtype: np.dtype, shape) -> np.ndarray:
     if dtype.kind in "iu":
         return rng.integers(0, 4, shape).astype(dtype)   # small: safe as indices too
     raise ConversionError(f"cannot make random inputs of dtype {dtype}; give --inputs-data",
-                          exit_code=2)
+                          exit_code=ExitStatus.USAGE)
 
 
 def _load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
@@ -253,7 +253,8 @@ def _load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
                 with np.load(item, allow_pickle=False) as archive:
                     data.update({key.split(":")[0]: archive[key] for key in archive.files})
         except (OSError, ValueError) as exc:
-            raise ConversionError(f"cannot read --inputs-data {item!r}: {exc}", exit_code=2) from None
+            raise ConversionError(f"cannot read --inputs-data {item!r}: {exc}",
+                                  exit_code=ExitStatus.USAGE) from None
     return data
 
 

@@ -52,27 +52,33 @@ class LowerContext:
         self._taken.add(name)
         return name
 
+    @property
+    def lowered(self) -> Node:
+        """The node being lowered (`lower_node` sets it)."""
+        if self.node is None:
+            raise RuntimeError("no node is being lowered in this context")
+        return self.node
+
     def input(self, index: int) -> str:
         """The ONNX name of the node's input `index` ('' for an absent optional input)."""
-        if index >= len(self.node.inputs):
-            return ""
-        value = self.node.inputs[index]
+        inputs = self.lowered.inputs
+        value = inputs[index] if index < len(inputs) else None
         return "" if value is None else value.name
 
     def output(self, index: int) -> str:
-        return self.node.outputs[index].name
+        return self.lowered.outputs[index].name
 
     def input_desc(self, index: int) -> TensorDesc:
-        return self.node.inputs[index].desc
+        return self.lowered.input_desc(index)
 
     def const_input(self, index: int) -> Optional[np.ndarray]:
         """The numpy value of input `index` when a Const produces it, else None."""
-        if index >= len(self.node.inputs) or self.node.inputs[index] is None:
-            return None
-        return self.node.inputs[index].const_value
+        inputs = self.lowered.inputs
+        value = inputs[index] if index < len(inputs) else None
+        return None if value is None else value.const_value
 
     def attr(self, name: str, default: Any = None) -> Any:
-        return self.node.attrs.get(name, default)
+        return self.lowered.attrs.get(name, default)
 
     # -- emitting ----------------------------------------------------------------
     def emit(self, op_type: str, inputs: Sequence[str], outputs: Union[int, Sequence[str]] = 1,
@@ -109,11 +115,12 @@ class LowerContext:
         """Run `node`'s prototype lowering in this context."""
         self.node = node
         model = self.model
-        if not has_prototype(node.op_type) or get_prototype(node.op_type).lower_fn is None:
+        lower = get_prototype(node.op_type).lower_fn if has_prototype(node.op_type) else None
+        if lower is None:
             raise ConversionError("IR op has no ONNX lowering", model=model, node=node.name,
                                   op_type=node.op_type)
         try:
-            get_prototype(node.op_type).lower_fn(self, node)
+            lower(self, node)
         except ConversionError as exc:
             raise exc.located(model=model, node=node.name, op_type=node.op_type)
         except (ValueError, TypeError, KeyError, IndexError) as exc:

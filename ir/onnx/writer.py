@@ -58,8 +58,10 @@ def _tensor_header(name: str, array: np.ndarray) -> onnx.TensorProto:
 def tensor_proto(name: str, array: np.ndarray) -> onnx.TensorProto:
     """A complete TensorProto (data copied in); for small tensors and strings."""
     if array.dtype == np.object_:
+        values = [v if isinstance(v, bytes) else str(v).encode() for v in array.ravel()]
+        # onnx's hint for `vals` leaves out the bytes items a STRING tensor takes
         return onnx.helper.make_tensor(name, onnx.TensorProto.STRING, array.shape,
-                                       [v if isinstance(v, bytes) else str(v).encode() for v in array.ravel()])
+                                       values)  # type: ignore[arg-type]
     tensor = _tensor_header(name, array)
     tensor.raw_data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return tensor
@@ -69,7 +71,7 @@ def _raw(array: np.ndarray) -> memoryview:
     array = np.ascontiguousarray(array)
     if array.dtype.byteorder == ">":
         array = array.astype(array.dtype.newbyteorder("<"))
-    return memoryview(array.reshape(-1).view(np.uint8))
+    return array.reshape(-1).view(np.uint8).data
 
 
 def write_model(model: onnx.ModelProto, initializers: List[Initializer], path: str) -> None:

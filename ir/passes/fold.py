@@ -3,9 +3,11 @@ numpy `fold` function, is replaced by Const nodes holding its results."""
 
 from __future__ import annotations
 
+from typing import List
+
 import numpy as np
 
-from tf2ir.ir.graph import Graph, Node
+from tf2ir.ir.graph import Graph, Node, Value
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import numpy_dtype
 
@@ -27,14 +29,15 @@ def fold_constants(graph: Graph) -> int:
 
 
 def _fold_node(graph: Graph, node: Node) -> bool:
-    if node.op_type == "Const" or node.subgraphs or not node.inputs \
-            or not has_prototype(node.op_type) or get_prototype(node.op_type).fold_fn is None:
+    fold = get_prototype(node.op_type).fold_fn if has_prototype(node.op_type) else None
+    if node.op_type == "Const" or node.subgraphs or not node.inputs or fold is None:
         return False
-    if any(v is None or v.const_value is None for v in node.inputs) \
-            or any(v in graph.outputs for v in node.outputs):
+    constants = [v.const_value for v in node.inputs if v is not None]
+    inputs = [array for array in constants if array is not None]
+    if len(inputs) != len(node.inputs) or any(v in graph.outputs for v in node.outputs):
         return False
     try:
-        arrays = get_prototype(node.op_type).fold_fn(node, [v.const_value for v in node.inputs])
+        arrays = fold(node, inputs)
     except (ValueError, TypeError, IndexError):
         return False          # the lowering will say what is wrong
     if len(arrays) != len(node.outputs):
@@ -42,19 +45,17 @@ def _fold_node(graph: Graph, node: Node) -> bool:
     # Size bound: a result bigger than FOLD_LIMIT_BYTES and than the inputs together stays
     # a node (folding Fill/Tile/broadcasts would blow up the model file).
     if sum(np.asarray(a).nbytes for a in arrays) > max(
-            FOLD_LIMIT_BYTES, sum(np.asarray(v.const_value).nbytes for v in node.inputs)):
+            FOLD_LIMIT_BYTES, sum(np.asarray(a).nbytes for a in inputs)):
         return False
-    position = graph.nodes.index(node)
-    consts = []
-    for value, array in zip(node.outputs, arrays):
-        array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
-        const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
-        graph.nodes.remove(const.producer)
-        consts.append(const)
-        graph.replace_all_uses_with(value, const)
+    consts: List[Value] = []
+    with graph.inserting_before(node):          # the constants take the node's place
+        for value, array in zip(node.outputs, arrays):
+            array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
+            const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
+            consts.append(const)
+            graph.replace_all_uses_with(value, const)
     names = [v.name for v in node.outputs]
     graph.erase_node(node)
-    graph.nodes[position:position] = [c.producer for c in consts]
     for const, name in zip(consts, names):
         graph.rename_value(const, name)
     return True

@@ -38,7 +38,7 @@ def _inline_call(graph: Graph, call: Node) -> None:
     if not body.is_topologically_sorted():
         body.toposort()
     mapped: Dict[int, Value] = {}
-    first_new = len(graph.nodes)
+    new_nodes: List[Node] = []
     for inner in body.nodes:
         if inner.op_type == DATA_OP:
             mapped[id(inner.outputs[0])] = _call_input(call, inner)
@@ -46,25 +46,27 @@ def _inline_call(graph: Graph, call: Node) -> None:
         # A body may read values of the enclosing graph directly: those stay as they are.
         inputs: List[Optional[Value]] = [None if v is None else mapped.get(id(v), v)
                                          for v in inner.inputs]
-        new = graph.add_node(inner.op_type, inputs, dict(inner.attrs), f"{call.name}/{inner.name}",
-                             output_names=[f"{call.name}/{v.name}" for v in inner.outputs],
-                             output_descs=[v.desc.copy() for v in inner.outputs])
+        with graph.inserting_before(call):      # keeps the topological order
+            new = graph.add_node(inner.op_type, inputs, dict(inner.attrs),
+                                 f"{call.name}/{inner.name}",
+                                 output_names=[f"{call.name}/{v.name}" for v in inner.outputs],
+                                 output_descs=[v.desc.copy() for v in inner.outputs])
+        new_nodes.append(new)
         new.subgraphs = dict(inner.subgraphs)
         for sub in new.subgraphs.values():
             _remap_captures(sub, mapped)
         for old, value in zip(inner.outputs, new.outputs):
             mapped[id(old)] = value
-    new_nodes = graph.nodes[first_new:]
-    del graph.nodes[first_new:]
-    position = graph.nodes.index(call)
-    graph.nodes[position:position] = new_nodes      # keeps the topological order
 
     results = [mapped.get(id(v), v) for v in body.outputs]
     names = [v.name for v in call.outputs]
     output_slots = {i: call.outputs.index(v) for i, v in enumerate(graph.outputs)
                     if any(v is o for o in call.outputs)}
-    for old, new in zip(call.outputs, results):
-        graph.replace_all_uses_with(old, new)
+    for old, result in zip(call.outputs, results):
+        if result.desc.format == "ND" and old.desc.format != "ND":
+            # The plugin declared the call output's layout: the tensor that replaces it keeps it.
+            result.desc.set_format(old.desc.format, old.desc.origin_format)
+        graph.replace_all_uses_with(old, result)
     graph.erase_node(call)
     _keep_names(graph, results, names, output_slots, {id(n) for n in new_nodes})
 
@@ -82,10 +84,11 @@ def _remap_captures(sub: Graph, mapped: Dict[int, Value]) -> None:
 
 def _call_input(call: Node, data: Node) -> Value:
     index = data.attrs.get("index")
-    if not isinstance(index, int) or not 0 <= index < len(call.inputs) or call.inputs[index] is None:
+    value = call.inputs[index] if isinstance(index, int) and 0 <= index < len(call.inputs) else None
+    if value is None:
         raise ConversionError(f"Data node '{data.name}' has index {index!r}; the call has "
                               f"{len(call.inputs)} inputs", node=call.name, op_type=call.op_type)
-    return call.inputs[index]
+    return value
 
 
 def _keep_names(graph: Graph, results: List[Value], names: List[str],

@@ -154,6 +154,7 @@ class PassManager:
         return counts
 
     def _check(self, graph: Any, record: PassRecord) -> None:
+        assert self.check is not None    # run() calls this only when there is a check
         try:
             self.check(graph)
         except ConversionError as exc:

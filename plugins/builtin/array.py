@@ -1,9 +1,8 @@
-"""Built-in mappings for TF's array ops (reshape, slice, pad, pack, concat, cast, shape)."""
+"""Built-in mappings for TF's array ops: reshaping, squeezing, expanding, transposing, padding,
+casts, identities (PlaceholderWithDefault becomes its default) and the shape queries."""
 
 from tf2ir.opp import array as array_ops
-from tf2ir.plugins import (
-    DynamicInputOutputInfo, auto_mapping, auto_mapping_dynamic, hookimpl, register_op,
-)
+from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
 
 
 def parse_squeeze(src, op):
@@ -25,17 +24,26 @@ def parse_pad(src, op):
     op.set_attr("mode", src.attr("mode", "CONSTANT"))
 
 
-def dynamic(port_type, port, attr):
-    """A parse fn for one dynamic port group counted by TF attribute `attr`."""
-    def parse(src, op):
-        auto_mapping_dynamic(src, op, [DynamicInputOutputInfo(port_type, port, attr)])
-    return parse
-
-
 def parse_identity_n(src, op):
     """IdentityN has no count attribute: T lists one dtype per port, on both sides."""
     auto_mapping_dynamic(src, op, [DynamicInputOutputInfo("input", "x", "T", "N"),
                                    DynamicInputOutputInfo("output", "y", "T", "N")])
+
+
+def parse_out_type(src, op):
+    """Size: TF's out_type is the IR op's output `dtype`."""
+    op.set_attr("dtype", src.attr("out_type", "int32"))
+
+
+def parse_shape_n(src, op):
+    auto_mapping_dynamic(src, op, [DynamicInputOutputInfo("input", "x", "N"),
+                                   DynamicInputOutputInfo("output", "y", "N")])
+    op.set_attr("dtype", src.attr("out_type", "int32"))
+
+
+def parse_default_value(src, op):
+    """PlaceholderWithDefault becomes its default value (an Identity of input 0): the converted
+    model has no input for it. Its declared shape is dropped; the default's shape is exact."""
 
 
 MAPPINGS = [
@@ -46,15 +54,13 @@ MAPPINGS = [
     register_op("Cast").origin_op_type("Cast").parse_params_fn(parse_cast),
     register_op("Transpose").origin_op_type("Transpose"),
     register_op("Pad").origin_op_type("Pad", "PadV2", "MirrorPad").parse_params_fn(parse_pad),
-    register_op("Pack").origin_op_type("Pack").parse_params_fn(dynamic("input", "x", "N")),
-    register_op("ConcatV2").origin_op_type("ConcatV2").parse_params_fn(dynamic("input", "x", "N")),
-    register_op("Unpack").origin_op_type("Unpack").parse_params_fn(dynamic("output", "y", "num")),
-    register_op("Split").origin_op_type("Split").parse_params_fn(dynamic("output", "y", "num_split")),
-    register_op("SplitV").origin_op_type("SplitV").parse_params_fn(dynamic("output", "y", "num_split")),
     register_op("IdentityN").origin_op_type("IdentityN").parse_params_fn(parse_identity_n),
-    register_op("StridedSlice").origin_op_type("StridedSlice"),
-    register_op("GatherV2").origin_op_type("GatherV2"),
+    register_op("Size").origin_op_type("Size").parse_params_fn(parse_out_type),
+    register_op("Rank").origin_op_type("Rank"),
+    register_op("ShapeN").origin_op_type("ShapeN").parse_params_fn(parse_shape_n),
+    register_op("Identity").origin_op_type("PlaceholderWithDefault").parse_params_fn(parse_default_value),
 ]
+# EnsureShape and CheckNumerics are passthroughs of the converter itself (parser/convert.py).
 
 
 @hookimpl

@@ -3,12 +3,14 @@ IR ops that compute it: the guide's AddN → a chain of Adds) and TF2 functional
 If/StatelessIf → If and While/StatelessWhile → While, whose branches, cond and body are
 library functions converted through the same plugins into subgraphs."""
 
-from tf2ir.ir import ConversionError, TensorDesc
-from tf2ir.plugins import hookimpl, register_op
+from typing import Sequence
+
+from tf2ir.ir import ConversionError, Graph, TensorDesc
+from tf2ir.plugins import FunctionalTfNode, IrOp, SubgraphBuilder, TfNode, hookimpl, register_op
 from tf2ir.opp import control as control_ops
 
 
-def parse_params_add_n(src, op):
+def parse_params_add_n(src: TfNode, op: IrOp) -> None:
     """The call keeps AddN's N inputs and its one output; original_type names the origin op."""
     if len(op.inputs) != src.attr("N"):
         raise ConversionError(f"AddN has {len(op.inputs)} inputs but N={src.attr('N')}")
@@ -16,50 +18,49 @@ def parse_params_add_n(src, op):
     op.set_attr("original_type", "AddN")
 
 
-def parse_op_to_graph_add_n(src, graph):
+def parse_op_to_graph_add_n(src: TfNode, graph: SubgraphBuilder) -> None:
     """x0 + x1 + ... + xN-1 as N-1 Adds over the Data nodes (N == 1: the input itself)."""
     total = graph.data(0)
     for index in range(1, len(graph.call.inputs)):
         total = graph.add_op("Add", [total, graph.data(index)], name=f"add{index - 1}").outputs[0]
-    if total.producer.op_type == "Data":
+    if total.producer is not None and total.producer.op_type == "Data":
         total = graph.add_op("Identity", [total], name="identity").outputs[0]
     graph.set_outputs([total])
 
 
-def _function_graph(src, attr: str, descs):
+def _function_graph(src: TfNode, attr: str, descs: Sequence[TensorDesc]) -> Graph:
     """The IR graph of the library function that attribute `attr` of `src` names, with
-    inputs of these descs (the parser hands `src.convert_function` over)."""
-    convert = getattr(src, "convert_function", None)
-    if convert is None:
+    inputs of these descs (the parser hands over a FunctionalTfNode)."""
+    if not isinstance(src, FunctionalTfNode):
         raise ConversionError(f"{src.op_type} needs the GraphDef's function library to convert "
                               f"its function attribute '{attr}' (tf2ir.parser.functions."
                               "inline_functions attaches it)")
-    return convert(attr, descs)
+    return src.convert_function(attr, descs)
 
 
-def _output_count(src, attr: str) -> int:
+def _output_count(src: TfNode, attr: str) -> int:
     types = src.attr(attr)
     if not isinstance(types, list):
         raise ConversionError(f"attribute '{attr}' is missing")
     return len(types)
 
 
-def parse_params_if(src, op):
+def parse_params_if(src: TfNode, op: IrOp) -> None:
     """input 0 is the condition, the rest are the branches' arguments."""
     if not op.inputs:
         raise ConversionError(f"{src.op_type} has no condition input")
-    descs = [value.desc for value in op.inputs[1:]]
+    descs = [op.input_desc(i) for i in range(1, len(op.inputs))]
     op.num_outputs = _output_count(src, "Tout")
     for key in ("then_branch", "else_branch"):
         op.set_attr(key, _function_graph(src, key, descs))   # a Graph: becomes a subgraph
 
 
-def parse_params_while(src, op):
+def parse_params_while(src: TfNode, op: IrOp) -> None:
     """The loop variables are the inputs; cond and body are converted with the loop
     variables' descs relaxed to TF's `output_shapes` (the shape invariants)."""
     from tf2ir.opp.control import merge_descs
     op.num_outputs = _output_count(src, "T")
-    descs = [value.desc for value in op.inputs]
+    descs = [op.input_desc(i) for i in range(len(op.inputs))]
     shapes = src.attr("output_shapes")
     if isinstance(shapes, list) and len(shapes) == len(descs):
         descs = [merge_descs(d, TensorDesc(d.dtype, s, d.format, d.origin_format))

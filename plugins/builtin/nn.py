@@ -1,38 +1,28 @@
-"""Built-in mappings for TF's neural-network ops (convolution, pooling, activations)."""
+"""Built-in mappings for TF's neural-network ops: BiasAdd, softmax and activations."""
 
+from tf2ir.ir import ConversionError
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
 from tf2ir.opp import nn as nn_ops
 
-
-def parse_conv(src, op):
-    """Conv2D/DepthwiseConv2dNative: data in NHWC or NCHW, the filter in HWCN."""
-    auto_mapping(src, op)
-    fmt = op.get_attr("data_format", "NHWC")
-    op.set_input_format(0, fmt)
-    op.set_input_format(1, "HWCN")
-    op.set_output_format(0, fmt)
-
-
-def parse_data_format(src, op):
-    auto_mapping(src, op)
-    fmt = op.get_attr("data_format", "NHWC")
-    op.set_input_format(0, fmt)
-    op.set_output_format(0, fmt)
+BIAS_LAYOUTS = {(4, "NHWC"): "NHWC", (4, "NCHW"): "NCHW", (5, "NHWC"): "NDHWC", (5, "NCHW"): "NCDHW"}
 
 
 def parse_bias_add(src, op):
+    """BiasAdd: data_format NCHW puts the channels at dim 1, which the data's format says for
+    4-D and 5-D data; 2-D data has them last in either layout."""
     auto_mapping(src, op)
     fmt = op.get_attr("data_format", "NHWC")
-    if op.inputs[0].desc.rank == 4:
-        op.set_input_format(0, fmt)
-        op.set_output_format(0, fmt)
+    rank = op.inputs[0].desc.rank
+    layout = BIAS_LAYOUTS.get((rank, fmt))
+    if layout is not None:
+        op.set_input_format(0, layout)
+        op.set_output_format(0, layout)
+    elif fmt.startswith("NC") and rank != 2:
+        raise ConversionError(f"data_format {fmt} needs 2-D, 4-D or 5-D data to say where the "
+                              f"channels are; the rank is {'unknown' if rank is None else rank}")
 
 
 MAPPINGS = [
-    register_op("Conv2D").origin_op_type("Conv2D").parse_params_fn(parse_conv),
-    register_op("DepthwiseConv2D").origin_op_type("DepthwiseConv2dNative").parse_params_fn(parse_conv),
-    register_op("MaxPool").origin_op_type("MaxPool").parse_params_fn(parse_data_format),
-    register_op("AvgPool").origin_op_type("AvgPool").parse_params_fn(parse_data_format),
     register_op("BiasAdd").origin_op_type("BiasAdd", "BiasAddV1").parse_params_fn(parse_bias_add),
     register_op("Softmax").origin_op_type("Softmax"),
     register_op("LogSoftmax").origin_op_type("LogSoftmax"),

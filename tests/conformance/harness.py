@@ -99,6 +99,20 @@ def check_op(fn: Callable, inputs: Sequence, *, specs: Optional[Sequence] = None
         return expected_first
 
 
+def single_op_graph(op_type: str, operands: Sequence, attrs: Optional[dict] = None):
+    """A graph holding one `op_type` node over `operands` (arrays become constants, descs
+    inputs), checked and inferred; the node's output feeds an Identity that is the graph output.
+    Returns (graph, node): for inference, error and folding checks without TensorFlow."""
+    from tf2ir.ir import Graph
+    from tf2ir.ir.infer import infer_graph
+    g = Graph(op_type)
+    inputs = [g.add_const(v, f"c{i}") if isinstance(v, np.ndarray) else g.add_input(f"in{i}", v)
+              for i, v in enumerate(operands)]
+    node = g.add_node(op_type, inputs, attrs or {}, "op")
+    g.outputs.append(g.add_node("Identity", [node.outputs[0]], {}, "out").outputs[0])
+    return infer_graph(g), node
+
+
 def assert_close(want: np.ndarray, got: np.ndarray, atol: Optional[float] = None,
                  rtol: Optional[float] = None, what: str = "output") -> None:
     """TF's `want` against onnxruntime's `got`: same shape and dtype, values within the

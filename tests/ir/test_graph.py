@@ -242,3 +242,18 @@ def test_tensor_desc_helpers():
     with pytest.raises(ValueError, match="unknown format"):
         desc.set_format("XYZ")
     assert str(TensorDesc("int32", None)) == "int32[*]"
+
+
+def test_insertion_points_place_new_nodes():
+    g = Graph()
+    x = g.add_input("x", TensorDesc("float32", (2,)))
+    a = g.add_node("Relu", [x], name="a")
+    b = g.add_node("Relu", [a.outputs[0]], name="b")
+    with g.inserting_before(b):
+        p = g.add_node("Relu", [a.outputs[0]], name="p")
+        q = g.add_node("Relu", [p.outputs[0]], name="q")
+    with g.inserting_after(a):
+        r = g.add_node("Relu", [a.outputs[0]], name="r")
+    g.add_node("Relu", [b.outputs[0]], name="end")
+    assert [n.name for n in g.nodes] == ["a", "r", "p", "q", "b", "end"]
+    assert q.graph is g and r.outputs[0].uses == []

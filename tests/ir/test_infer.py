@@ -152,7 +152,7 @@ def test_defaults_are_filled_in():
     red = g.add_node("ReduceSum", [a, g.add_const(np.array([1], np.int32), "ax")], name="red")
     infer_graph(g)
     assert conv.attrs == {"strides": [1, 1, 1, 1], "padding": "SAME", "explicit_paddings": [],
-                          "dilations": [1, 1, 1, 1], "data_format": "NHWC"}
+                          "dilations": [1, 1, 1, 1]}
     assert soft.attrs == {"axis": -1}
     assert mm.attrs == {"transpose_x1": False, "transpose_x2": True}
     assert red.attrs == {"keep_dims": False}
@@ -234,8 +234,8 @@ def infer_one(op_type, input_descs, attrs=None, const_inputs=(), num_outputs=1):
     ("Conv2D", [f32(None, 9, 9, 3)], {"strides": [1, 2, 2, 1], "padding": "SAME"},
      [(1, np.zeros((3, 3, 3, 8), np.float32)), (2, None)],
      TensorDesc("float32", (None, 5, 5, 8), "NHWC", "NHWC")),
-    ("Conv2D", [f32(2, 3, 9, 9)], {"strides": [1, 1, 2, 2], "padding": "VALID",
-                                   "data_format": "NCHW"},
+    ("Conv2D", [TensorDesc("float32", (2, 3, 9, 9), "NCHW")],     # the layout is the format's
+     {"strides": [1, 1, 2, 2], "padding": "VALID"},
      [(1, np.zeros((3, 3, 3, 8), np.float32)), (2, None)],
      TensorDesc("float32", (2, 8, 4, 4), "NCHW", "NCHW")),
     ("Conv2D", [f32(1, 7, 7, 3)], {"strides": [1, 1, 1, 1], "padding": "VALID",

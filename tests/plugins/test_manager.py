@@ -70,8 +70,8 @@ def test_builtins_without_entry_points():
     assert set(manager.plugin_names()) == {"builtin_" + m.rsplit(".", 1)[1] for m in BUILTIN_MODULES}
     assert manager.lookup("AddV2").ir_type == "Add"
     # The built-in prototypes come through the same hook as a third party's, with provenance.
-    assert manager.prototypes["Conv2D"].plugin == "builtin_nn"
-    assert manager.prototypes["Conv2D"].source.endswith("nn.py")
+    assert manager.prototypes["Conv2D"].plugin == "builtin_conv"
+    assert manager.prototypes["Conv2D"].source.endswith("conv.py")
 
 
 def test_builtins_are_not_registered_twice():
@@ -88,7 +88,7 @@ def test_provenance_belongs_to_each_manager(tmp_path):
     write_plugin(tmp_path, "my_plugin", "Conv2D", "Relu", priority=5)
     plain = PluginManager(entry_points=False, use_env=False)
     with_plugin = PluginManager(plugin_dirs=[str(tmp_path)], use_env=False)
-    assert plain.lookup("Conv2D").plugin == "builtin_nn"
+    assert plain.lookup("Conv2D").plugin == "builtin_conv"
     assert with_plugin.lookup("Conv2D").plugin.endswith("my_plugin.py")
     assert plain.lookup("Conv2D").ir_type == "Conv2D"
 
@@ -161,7 +161,7 @@ def test_conflict_with_a_builtin(tmp_path):
     path = write_plugin(tmp_path, "rival", "Conv2D", "Conv2D")
     with pytest.raises(ConversionError) as info:
         PluginManager(plugin_dirs=[str(tmp_path)], use_env=False)
-    assert path in str(info.value) and "builtin_nn" in str(info.value)
+    assert path in str(info.value) and "builtin_conv" in str(info.value)
 
 
 def test_higher_priority_wins_and_is_reported(tmp_path):
@@ -176,10 +176,10 @@ def test_higher_priority_wins_and_is_reported(tmp_path):
     override = manager.overrides[0]
     assert isinstance(override, Override) and override.origin_type == "Conv2D"
     assert override.winner is reg
-    assert [r.plugin for r in override.losers] == ["builtin_nn"]
-    assert "Conv2D" in str(override) and path in str(override) and "builtin_nn" in str(override)
+    assert [r.plugin for r in override.losers] == ["builtin_conv"]
+    assert "Conv2D" in str(override) and path in str(override) and "builtin_conv" in str(override)
     # The other built-ins are untouched.
-    assert manager.lookup("MaxPool").plugin == "builtin_nn"
+    assert manager.lookup("MaxPool").plugin == "builtin_pool"
 
 
 def test_lower_priority_loses(tmp_path):

@@ -32,7 +32,7 @@ def test_supported_graph_exits_0_with_json(tmp_path):
     assert report["tf_nodes"] > 0 and report["fusions"] == {}
     rows = {row["op_type"]: row for row in report["op_types"]}
     assert rows["Conv2D"]["count"] == 2
-    assert rows["Conv2D"]["ir_op_type"] == "Conv2D" and rows["Conv2D"]["plugin"] == "builtin_nn"
+    assert rows["Conv2D"]["ir_op_type"] == "Conv2D" and rows["Conv2D"]["plugin"] == "builtin_conv"
     assert rows["Placeholder"]["status"] == "converter"
     assert sum(row["count"] for row in report["op_types"]) == report["tf_nodes"]
     assert not list(tmp_path.iterdir())   # nothing written
@@ -44,7 +44,7 @@ def test_table_is_aligned(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["OP", "TYPE", "COUNT", "IR", "OP", "PLUGIN"]
     conv = next(line for line in lines if line.startswith("Conv2D "))
-    assert conv.index("builtin_nn") == lines[0].index("PLUGIN")
+    assert conv.index("builtin_conv") == lines[0].index("PLUGIN")
     assert "0 unsupported" in result.stdout and "no scope fusion applies" in result.stdout
 
 

@@ -48,7 +48,7 @@ def test_generated_page_lists_registry_dtypes_and_fusion_passes():
     from tf2ir.plugins.manager import PluginManager
     manager = PluginManager(use_env=False)
     assert f"| Relu | {manager.registry['Relu'].ir_type} | builtin_nn | float16, float32 |" in text
-    assert "| Conv2D | Conv2D | builtin_nn | — |" in text
+    assert "| Conv2D | Conv2D | builtin_conv | — |" in text
     assert "Tested but mapped by no built-in plugin: NoSuchOp (int32)." in text
     assert "| swish | on | builtin_fusion |" in text
     assert "SwishFusion → Swish" in text and "| SwishFusion |" not in text

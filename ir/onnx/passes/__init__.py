@@ -18,8 +18,8 @@ from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
-def _onnx(name, run, description, after=()) -> PassRecord:
-    return PassRecord(name, "onnx", run, description, after=tuple(after))
+def _onnx(name, run, description, after=(), repeat=False) -> PassRecord:
+    return PassRecord(name, "onnx", run, description, after=tuple(after), repeat=repeat)
 
 
 ONNX_PASSES: List[PassRecord] = [
@@ -32,7 +32,8 @@ ONNX_PASSES: List[PassRecord] = [
           "NHWC<->NCHW transposes pushed through layout-agnostic ops and cancelled",
           after=("fold", "reshape")),
     _onnx("identity", remove_identities,
-          "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",)),
+          "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",),
+          repeat=True),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),
@@ -40,7 +41,7 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold", "layout", "identity")),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
-          after=("affine",)),
+          after=("affine",), repeat=True),
     _onnx("dce", remove_dead_nodes, "dead-code elimination",
           after=("fold", "reshape", "layout", "identity", "affine", "pad", "cse")),
 ]

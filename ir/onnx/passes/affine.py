@@ -23,7 +23,7 @@ def _per_channel(c: np.ndarray, rank: int, axis: int, size: int) -> Optional[np.
     `axis` only (and does not add dims); else None."""
     if c.ndim > rank:
         return None
-    full = c.reshape((1,) * (rank - c.ndim) + c.shape)
+    full: np.ndarray = c.reshape((1,) * (rank - c.ndim) + c.shape)
     if any(d != 1 for i, d in enumerate(full.shape) if i != axis) or full.shape[axis] not in (1, size):
         return None
     flat = full.reshape(-1)
@@ -83,7 +83,7 @@ class _Folder:
         while True:
             w = g.const(node.input[1]) if len(node.input) > 1 else None
             found = self.follower(node) if w is not None else None
-            if found is None:
+            if w is None or found is None:
                 return count
             m, c = found
             b = g.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
@@ -112,7 +112,7 @@ class _Folder:
         while True:
             w = g.const(node.input[1])
             found = self.follower(node) if w is not None and w.ndim == 2 else None
-            if found is None:
+            if w is None or found is None:
                 return count
             m, c = found
             trans_b = attr_value(node, "transB", 0)
@@ -142,7 +142,7 @@ class _Folder:
         while True:
             w = g.const(node.input[1])
             found = self.follower(node) if w is not None and w.ndim == 2 else None
-            if found is None:
+            if w is None or found is None:
                 return count
             m, c = found
             out_rank = g.rank(m.output[0]) or g.rank(node.output[0]) or g.rank(node.input[0])

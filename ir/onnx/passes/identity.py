@@ -4,7 +4,7 @@ that cannot change the shape) are removed, their consumers reading the input ins
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import onnx
@@ -42,7 +42,9 @@ def _aliased_input(g: LoweredGraph, node: onnx.NodeProto) -> Optional[str]:
 
 def remove_identities(g: LoweredGraph, only: Optional[Sequence[str]] = None) -> int:
     """Remove pass-through nodes (of the op types `only`, if given); return how many."""
-    producers = users = None               # built at the first hit: most graphs have none
+    # built at the first hit: most graphs have none
+    producers: Optional[Dict[str, onnx.NodeProto]] = None
+    users: Optional[Dict[str, List[onnx.NodeProto]]] = None
     graph_inputs = set(g.inputs)
     removed = []
     for node in g.nodes:
@@ -51,7 +53,7 @@ def remove_identities(g: LoweredGraph, only: Optional[Sequence[str]] = None) -> 
         x = _aliased_input(g, node)
         if x is None:
             continue
-        if users is None:
+        if producers is None or users is None:
             producers, users = g.producers(), g.consumers()
         y = node.output[0]
         if y not in g.pinned:

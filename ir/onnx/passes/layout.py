@@ -13,7 +13,7 @@ the whole pass is undone if it would leave more Transposes than it found.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -81,7 +81,8 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
         return plan
     if op == "Clip":
         for name in node.input[1:]:
-            if name and g.rank(name) != 0 and (g.const(name) is None or g.const(name).size != 1):
+            bound = g.const(name)
+            if name and g.rank(name) != 0 and (bound is None or bound.size != 1):
                 return None
         plan = _Plan(perm, [0])
         plan.out_perms = [perm]
@@ -119,7 +120,9 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
         axes = g.const(node.input[3]) if len(node.input) > 3 and node.input[3] else None
         if axes is None and (len(node.input) > 3 and node.input[3] or starts is None):
             return None
-        axes = np.arange(starts.size) if axes is None else axes
+        if axes is None:
+            assert starts is not None     # (checked just above)
+            axes = np.arange(starts.size)
         new = np.array([perm[int(a) % rank] for a in axes.reshape(-1)], np.int64)
         plan = _Plan(perm, [0])
 
@@ -236,7 +239,7 @@ class _Sinker:
         if plan is None:
             return
         rank, inv = len(perm), inverse(perm)
-        actions: List[Tuple[int, str, object]] = []
+        actions: List[Tuple[int, str, Union[str, np.ndarray]]] = []
         transposed = inserted = 0
         for i in plan.data:
             name = node.input[i]
@@ -264,10 +267,10 @@ class _Sinker:
         if inserted >= transposed:
             return
         for i, kind, what in actions:
-            if kind == "source":
-                self.rewire(node, i, what)
-            elif kind == "const":
+            if isinstance(what, np.ndarray):      # kind "const": the permuted constant
                 self.rewire(node, i, g.add_initializer(what, f"{node.input[i]}_permuted"))
+            elif kind == "source":
+                self.rewire(node, i, what)
             else:
                 self.rewire(node, i, self.new_transpose(what, inv))
         for edit in plan.edits:

@@ -4,12 +4,14 @@ A separate Pad node also keeps onnxruntime from running the Convs in its NCHWc l
 
 from __future__ import annotations
 
+from typing import List, Optional
+
 import numpy as np
 
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
 
 
-def _spatial_pads(g: LoweredGraph, pad) -> list:
+def _spatial_pads(g: LoweredGraph, pad) -> Optional[List[int]]:
     """The Pad's pads of the dims after N and C (begins then ends), or None if it is not a
     zero constant pad of those dims only."""
     mode = attr_value(pad, "mode", b"constant")

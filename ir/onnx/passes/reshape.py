@@ -49,7 +49,7 @@ class _ShapeValues:
     def _evaluate(self, name: str) -> Optional[List[Dim]]:
         ints = self._ints(name)
         if ints is not None:
-            return ints
+            return list(ints)
         node = self.producer.get(name)
         if node is None or node.domain not in ("", "ai.onnx"):
             return None
@@ -59,7 +59,8 @@ class _ShapeValues:
             if rank is None:
                 return None
             start, end = attr_value(node, "start", 0), attr_value(node, "end", rank)
-            return [(node.input[0], i) for i in range(rank)][slice(start, end)]
+            dims: List[Dim] = [(node.input[0], i) for i in range(rank)]
+            return dims[slice(start, end)]
         if op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"):
             if op == "Cast" and attr_value(node, "to") not in (6, 7):
                 return None
@@ -70,7 +71,8 @@ class _ShapeValues:
             return inner
         if op == "Concat":
             parts = [self.value(i) for i in node.input]
-            return None if any(p is None for p in parts) else [d for p in parts for d in p]
+            known = [p for p in parts if p is not None]
+            return None if len(known) != len(parts) else [d for p in known for d in p]
         if op == "Slice":
             inner = self.value(node.input[0])
             starts, ends = self._ints(node.input[1]), self._ints(node.input[2])
@@ -86,8 +88,9 @@ class _ShapeValues:
                 else attr_value(node, "axes")
             if inner is None or (axes is not None and list(axes) not in ([0], [-1])):
                 return None
-            if all(isinstance(d, int) for d in inner):
-                return [int(np.prod(inner))]
+            sizes = [d for d in inner if isinstance(d, int)]
+            if len(sizes) == len(inner):
+                return [int(np.prod(sizes))]
             return [inner[0] if len(inner) == 1 else ("*", tuple(inner))]
         if op == "Gather":
             inner, indices = self.value(node.input[0]), self._ints(node.input[1])
@@ -205,7 +208,8 @@ def simplify_reshapes(g: LoweredGraph) -> int:
         return 0
     shapes = _ShapeValues(g)
     users = g.consumers()
-    count, dead = 0, []
+    count = 0
+    dead: List[int] = []     # ids of the nodes to remove
     for node in list(g.nodes):
         if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2 \
                 or id(node) in dead:

@@ -1,6 +1,7 @@
-"""Control flow: TF2 functional If/StatelessIf and While/StatelessWhile (tf.cond and
-tf.while_loop in a tf.function) against TensorFlow; TF1 control flow and TensorList ops are
-refused with one clear report."""
+"""Conformance of the composite and control-flow ops (opp/control.py) against TensorFlow: AddN
+(a PartitionedCall of Adds), TF2 functional If/StatelessIf and While/StatelessWhile (tf.cond and
+tf.while_loop in a tf.function); TF1 control flow and TensorList ops are refused with one clear
+report."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ TESTED_DTYPES = {
     "If": ("float32",),
     "StatelessWhile": ("float32", "int32"),
     "While": ("float32", "int32"),
+    "AddN": ("float32", "float64", "int32"),
 }
 
 
@@ -53,6 +55,20 @@ def _converted(fn, specs, tmp_path, name="model"):
 def _tf_op_types(pb):
     from tf2ir.parser.load import load_graph_def
     return {n.op for n in load_graph_def(pb).node}
+
+
+# -- AddN: a one-to-many mapping ----------------------------------------------------------
+@pytest.mark.parametrize("count", [1, 2, 5])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_add_n(count, dtype):
+    inputs = [rand(2, 3, dtype=dtype) for _ in range(count)]
+    check_op(lambda *xs: tf.raw_ops.AddN(inputs=list(xs)), inputs)
+
+
+def test_add_n_symbolic():
+    spec = [tf.TensorSpec((None, 3), tf.float32, name=f"x{i}") for i in range(3)]
+    check_op(lambda *xs: tf.math.add_n(list(xs)), [rand(2, 3) for _ in range(3)], specs=spec,
+             extra_inputs=[[rand(4, 3) for _ in range(3)]])
 
 
 # -- If ------------------------------------------------------------------------------------

@@ -1,0 +1,305 @@
+"""Convolutions: 2-D, depthwise, 3-D and transposed (the gradient with respect to the input),
+and the windowing helpers pooling shares. Layouts are read from the formats (DESIGN decision
+8): the data's (NHWC, NCHW, NDHWC, NCDHW) and the filter's (HWCN, DHWCN, ...); the 4-/5-element
+attributes (strides, dilations, explicit_paddings) follow the data's layout."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
+from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES
+from tf2ir.opp.common import (TF_FILTER, data_layout, filter_layout, partial_ints, spatial_attrs,
+                              window_output)
+
+OPS = OpSet("tf2ir.opp.conv")
+
+
+# onnxruntime's CPU Conv/ConvTranspose/AveragePool/LRN kernels take float16 and float32 only.
+ORT_CONV_TYPES = ("float16", "float32")
+
+
+def _explicit_pads(node, data_format):
+    if node.attrs["padding"] != "EXPLICIT":
+        return None
+    pads = list(node.attrs.get("explicit_paddings") or [])
+    if len(pads) != 2 * len(data_format):
+        raise ConversionError(f"explicit_paddings needs {2 * len(data_format)} values, got {len(pads)}")
+    pairs = [pads[2 * i:2 * i + 2] for i in range(len(data_format))]
+    return spatial_attrs(pairs, data_format)
+
+
+def same_pads(sizes, kernel, strides, dilations):
+    """TF's SAME padding as ONNX pads (begins then ends), the larger half at the end; None
+    when a spatial size it depends on is unknown (with stride 1 it never depends on it)."""
+    begins, ends = [], []
+    for size, k, stride, dilation in zip(sizes, kernel, strides, dilations):
+        effective = (k - 1) * dilation + 1
+        if stride == 1:
+            total = effective - 1
+        elif size is None:
+            return None
+        else:
+            total = max((-(-size // stride) - 1) * stride + effective - size, 0)
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+    return begins + ends
+
+
+def onnx_pads(node, data_format, kernel):
+    """ONNX pads/auto_pad attributes for a TF padding attribute (SAME, VALID, EXPLICIT)."""
+    padding = node.attrs["padding"]
+    rank = len(data_format)
+    dilations = spatial_attrs(node.attrs.get("dilations") or [1] * rank, data_format)
+    if padding == "SAME" and any(d != 1 for d in dilations):
+        # onnxruntime rejects auto_pad SAME_* with dilations: give TF's SAME pads explicitly.
+        x = node.inputs[0].desc
+        spatial = spatial_attrs(x.shape, data_format) if x.shape is not None else [None] * (rank - 2)
+        pads = same_pads(spatial, kernel, spatial_attrs(node.attrs["strides"], data_format), dilations)
+        if pads is None:
+            raise ConversionError("SAME padding with dilations and strides needs known spatial dims")
+        return {"pads": pads}
+    if padding == "SAME":
+        return {"auto_pad": "SAME_UPPER"}
+    if padding == "VALID":
+        return {"auto_pad": "VALID"}
+    if padding != "EXPLICIT":
+        raise ConversionError(f"padding {padding!r} is not SAME, VALID or EXPLICIT")
+    pairs = _explicit_pads(node, data_format)
+    return {"pads": [p[0] for p in pairs] + [p[1] for p in pairs]}
+
+
+def compute_input(ctx, index, dtype, supported=ORT_CONV_TYPES):
+    """The node's input `index` in a dtype onnxruntime's kernel takes: float32 when `dtype` is
+    not in `supported` (a constant input is cast here, at compile time)."""
+    if dtype in supported:
+        return ctx.input(index)
+    value = ctx.const_input(index)
+    if value is not None:
+        return ctx.constant(np.asarray(value, np.float32), "as_float32")
+    return ctx.emit("Cast", [ctx.input(index)], to=ONNX_DTYPES["float32"])[0]
+
+
+def emit_spatial(ctx, data_format, op_type, inputs, dtype, supported=ORT_CONV_TYPES, output=None,
+                 **attrs):
+    """Emit the channels-first ONNX `op_type` for data laid out in `data_format`, writing
+    `output` (the node's output 0 by default): for NHWC/NDHWC the first input is transposed to
+    channels-first and the result back. Inputs must already be in the compute dtype
+    (`compute_input`); the result is cast back to `dtype` when that is not a `supported` one."""
+    output = output or ctx.output(0)
+    cast_back = dtype not in supported
+    channels_last = data_format.endswith("C")
+    rank = len(data_format)
+    x = inputs[0]
+    if channels_last:
+        x = ctx.emit("Transpose", [x], perm=[0, rank - 1] + list(range(1, rank - 1)))[0]
+    direct = not channels_last and not cast_back
+    y = ctx.emit(op_type, [x] + list(inputs[1:]), [output] if direct else 1, **attrs)[0]
+    if channels_last:
+        y = ctx.emit("Transpose", [y], [output] if not cast_back else 1,
+                     perm=[0] + list(range(2, rank)) + [1])[0]
+    if cast_back:
+        ctx.emit("Cast", [y], [output], to=ONNX_DTYPES[dtype])
+
+
+def windowed_shape(node, x, kernel, out_channels, data_format):
+    """The output shape of a window op (convolution, pooling) over data `x` in `data_format`."""
+    if x.shape is None:
+        return None
+    strides = spatial_attrs(node.attrs["strides"], data_format)
+    dilations = spatial_attrs(node.attrs.get("dilations") or [1] * len(data_format), data_format)
+    pairs = _explicit_pads(node, data_format) or [(0, 0)] * len(kernel)
+    spatial = spatial_attrs(x.shape, data_format)
+    out = [window_output(s, k, st, d, node.attrs["padding"], p)
+           for s, k, st, d, p in zip(spatial, kernel, strides, dilations, pairs)]
+    if data_format.endswith("C"):
+        return (x.shape[0], *out, out_channels)
+    return (x.shape[0], out_channels, *out)
+
+
+# -- layouts ----------------------------------------------------------------------------------------
+def conv_layouts(node, x_index: int = 0, f_index: int = 1) -> Tuple[str, str]:
+    """(data layout, filter layout) of a convolution, from its inputs' formats."""
+    rank = node.inputs[f_index].desc.rank or len(node.attrs["strides"])
+    fmt = data_layout(node, x_index, rank)
+    return fmt, filter_layout(node, f_index, len(fmt))
+
+
+def to_tf_filter(filter_format: str) -> List[int]:
+    """The permutation from a filter laid out in `filter_format` to TF's (spatial..., in, out)."""
+    return [filter_format.index(c) for c in TF_FILTER[len(filter_format)]]
+
+
+def tf_filter_shape(node, f_index: int, filter_format: str) -> Optional[List[Optional[int]]]:
+    """The filter's shape in TF's order (spatial..., in, out); None when unknown."""
+    shape = node.inputs[f_index].desc.shape
+    if shape is None or len(shape) != len(filter_format):
+        return None
+    return [shape[p] for p in to_tf_filter(filter_format)]
+
+
+def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=None):
+    """Input `index`, a filter in the layout its format says, in ONNX's (out, in, spatial...)
+    layout - which is also ConvTranspose's (in, out, spatial...) - in the compute dtype for data
+    of `dtype` (folded when constant), and the group count."""
+    fmt, ffmt = conv_layouts(node, 2 if transposed else 0, index)
+    to_tf = to_tf_filter(ffmt)
+    fshape = tf_filter_shape(node, index, ffmt)
+    x_shape = node.inputs[0].desc.shape if not transposed else None
+    x_channels = x_shape[fmt.index("C")] if x_shape is not None else None
+    rank = len(fshape)
+    groups, new_shape = 1, None
+    if depthwise:
+        groups = fshape[2]
+        new_shape = [fshape[0], fshape[1], 1, fshape[2] * fshape[3]]
+    elif x_channels is not None and fshape[-2]:
+        groups = x_channels // fshape[-2]
+    perm = [rank - 1, rank - 2] + list(range(rank - 2))       # TF's layout → ONNX's
+    dtype = dtype or node.inputs[0].desc.dtype
+    w = ctx.const_input(index)
+    if w is not None:
+        w = np.asarray(w, np.float32) if dtype not in ORT_CONV_TYPES else w
+        w = w.transpose(to_tf)
+        if new_shape:
+            w = w.reshape(new_shape)
+        return ctx.constant(np.ascontiguousarray(w.transpose(perm)), "filter_onnx"), groups
+    name = compute_input(ctx, index, dtype)
+    if not new_shape:
+        return ctx.emit("Transpose", [name], perm=[to_tf[p] for p in perm])[0], groups
+    if to_tf != sorted(to_tf):
+        name = ctx.emit("Transpose", [name], perm=to_tf)[0]
+    name = ctx.emit("Reshape", [name, ctx.constant(np.array(new_shape, np.int64))])[0]
+    return ctx.emit("Transpose", [name], perm=perm)[0], groups
+
+
+# -- Conv2D, DepthwiseConv2D, Conv3D ------------------------------------------------------------------
+def _lower_conv(ctx, node, depthwise=False):
+    fmt, ffmt = conv_layouts(node)
+    fshape = tf_filter_shape(node, 1, ffmt)
+    if fshape is None or None in fshape[:-2]:
+        raise ConversionError("the filter's spatial shape must be known")
+    dtype = node.inputs[0].desc.dtype
+    weight, groups = onnx_filter(ctx, node, 1, depthwise)
+    inputs = [compute_input(ctx, 0, dtype), weight]
+    if ctx.input(2):
+        inputs.append(compute_input(ctx, 2, dtype))
+    kernel = list(fshape[:-2])
+    emit_spatial(ctx, fmt, "Conv", inputs, dtype, strides=spatial_attrs(node.attrs["strides"], fmt),
+                 dilations=spatial_attrs(node.attrs["dilations"], fmt),
+                 group=groups if groups != 1 else None, kernel_shape=kernel,
+                 **onnx_pads(node, fmt, kernel))
+
+
+def _infer_conv(node, depthwise=False):
+    x = node.inputs[0].desc
+    fmt, ffmt = conv_layouts(node)
+    f = tf_filter_shape(node, 1, ffmt)
+    if f is None:
+        raise ConversionError(f"the filter must be a rank-{len(fmt)} tensor ({ffmt})")
+    if depthwise:
+        out_channels = None if None in f[-2:] else f[-2] * f[-1]
+    else:
+        out_channels = f[-1]
+    shape = windowed_shape(node, x, f[:-2], out_channels, fmt)
+    return [TensorDesc(x.dtype, shape, fmt, fmt)]
+
+
+def _conv_common(proto, rank):
+    return (proto.input("x", FLOAT_TYPES).input("filter", FLOAT_TYPES)
+            .optional_input("bias", FLOAT_TYPES).output("y")
+            .attr("strides", "ints").attr("padding", "str")
+            .attr("explicit_paddings", "ints", []).attr("dilations", "ints", [1] * rank))
+
+
+conv2d = _conv_common(OPS.declare("Conv2D", "2-D convolution; data NHWC or NCHW, filter HWCN, as "
+                                            "their formats say."), 4)
+conv2d.infer(lambda node: _infer_conv(node))
+conv2d.lower(lambda ctx, node: _lower_conv(ctx, node))
+
+depthwise = _conv_common(OPS.declare("DepthwiseConv2D", "Depthwise 2-D convolution; filter HWCN "
+                                                         "with N the channel multiplier."), 4)
+depthwise.infer(lambda node: _infer_conv(node, depthwise=True))
+depthwise.lower(lambda ctx, node: _lower_conv(ctx, node, depthwise=True))
+
+conv3d = _conv_common(OPS.declare("Conv3D", "3-D convolution; data NDHWC or NCDHW, filter DHWCN, "
+                                            "as their formats say."), 5)
+conv3d.infer(lambda node: _infer_conv(node))
+conv3d.lower(lambda ctx, node: _lower_conv(ctx, node))
+
+
+# -- transposed convolution (the gradient of a convolution with respect to its input) ------------
+conv_transpose = (OPS.declare(
+    "ConvBackpropInput", "Transposed 2-D/3-D convolution: the gradient of Conv2D/Conv3D with respect "
+    "to its input of shape `input_sizes` (in the data's layout); filter HWCN/DHWCN as for Conv2D.")
+    .input("input_sizes", INDEX_TYPES).input("filter", FLOAT_TYPES).input("x", FLOAT_TYPES)
+    .output("y").attr("strides", "ints").attr("padding", "str")
+    .attr("explicit_paddings", "ints", []).attr("dilations", "ints", [1, 1, 1, 1]))
+
+
+def _transpose_geometry(node):
+    """(layout, output sizes, kernel, strides, dilations, TF filter shape) of a
+    ConvBackpropInput node."""
+    fmt, ffmt = conv_layouts(node, 2, 1)
+    sizes = partial_ints(node.inputs[0], len(fmt))
+    if len(sizes) != len(fmt):
+        raise ConversionError(f"input_sizes has {len(sizes)} values; {fmt} needs {len(fmt)}")
+    fshape = tf_filter_shape(node, 1, ffmt)
+    if fshape is None or None in fshape[:-2]:
+        raise ConversionError(f"the filter must be a rank-{len(fmt)} tensor with a known spatial shape")
+    strides = spatial_attrs(node.attrs["strides"], fmt)
+    dilations = node.attrs["dilations"] or [1] * len(fmt)
+    if len(dilations) != len(fmt) and set(dilations) == {1}:
+        dilations = [1] * len(fmt)
+    return fmt, sizes, fshape, strides, spatial_attrs(dilations, fmt)
+
+
+@conv_transpose.infer
+def _infer_conv_transpose(node):
+    x = node.inputs[2].desc
+    fmt, sizes, fshape, _, _ = _transpose_geometry(node)
+    channel = fmt.index("C")
+    if sizes[channel] is None:
+        sizes[channel] = fshape[-2]
+    if sizes[0] is None and x.shape is not None:
+        sizes[0] = x.shape[0]
+    return [TensorDesc(x.dtype, tuple(sizes), fmt, fmt)]
+
+
+@conv_transpose.lower
+def _lower_conv_transpose(ctx, node):
+    fmt, sizes, fshape, strides, dilations = _transpose_geometry(node)
+    kernel = fshape[:-2]
+    out_spatial = spatial_attrs(sizes, fmt)
+    x = node.inputs[2].desc
+    in_spatial = spatial_attrs(x.shape, fmt) if x.shape is not None else [None] * len(kernel)
+    if None in out_spatial or None in in_spatial:
+        raise ConversionError("a transposed convolution needs known spatial sizes "
+                              "(input_sizes' spatial entries and the input's spatial dims)")
+    padding = node.attrs["padding"]
+    if padding == "SAME":
+        pads = same_pads(out_spatial, kernel, strides, dilations)
+    elif padding == "VALID":
+        pads = [0] * (2 * len(kernel))
+    elif padding == "EXPLICIT":
+        pairs = _explicit_pads(node, fmt)
+        pads = [p[0] for p in pairs] + [p[1] for p in pairs]
+    else:
+        raise ConversionError(f"padding {padding!r} is not SAME, VALID or EXPLICIT")
+    # The forward convolution of an `out`-sized input gives `in` outputs; the `extra` input
+    # rows its last window did not reach become ONNX's output_padding.
+    n = len(kernel)
+    extra = []
+    for i, (out, inp, k, s, d) in enumerate(zip(out_spatial, in_spatial, kernel, strides, dilations)):
+        span = out + pads[i] + pads[n + i] - (k - 1) * d - 1
+        if span < 0 or span // s + 1 != inp:
+            raise ConversionError(f"input_sizes {sizes} do not fit an input of spatial shape "
+                                  f"{in_spatial} with this padding and strides")
+        extra.append(span % s)
+    dtype = x.dtype
+    weight, _ = onnx_filter(ctx, node, 1, dtype=dtype, transposed=True)
+    emit_spatial(ctx, fmt, "ConvTranspose", [compute_input(ctx, 2, dtype), weight], dtype,
+                 kernel_shape=kernel, strides=strides, dilations=dilations, pads=pads,
+                 output_padding=extra if any(extra) else None)

@@ -1,0 +1,248 @@
+"""Linear algebra: matrix products (MatMul, BatchMatMul), Einstein summation (Einsum), and the
+ops that build or mask matrices (MatrixDiag, MatrixBandPart)."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
+from tf2ir.opp.common import (
+    ARITHMETIC_VIA, broadcast_shapes, emit_cast, emit_dim, emit_via, emit_where, int64_constant,
+    same_as_input, scalar_int64_input,
+)
+
+OPS = OpSet("tf2ir.opp.linalg")
+
+# -- matrix products -----------------------------------------------------------------------
+matmul = (OPS.declare("MatMul", "2-D matrix product with optional transposes.")
+          .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).optional_input("bias")
+          .output("y").attr("transpose_x1", "bool", False).attr("transpose_x2", "bool", False))
+
+
+@matmul.infer
+def _infer_matmul(node):
+    a, b = node.inputs[0].desc, node.inputs[1].desc
+    if a.rank not in (None, 2) or b.rank not in (None, 2):
+        raise ConversionError("MatMul takes rank-2 operands")
+    rows = None if a.shape is None else a.shape[1 if node.attrs["transpose_x1"] else 0]
+    cols = None if b.shape is None else b.shape[0 if node.attrs["transpose_x2"] else 1]
+    return [TensorDesc(a.dtype, (rows, cols))]
+
+
+@matmul.lower
+def _lower_matmul(ctx, node):
+    inputs = [ctx.input(0), ctx.input(1)] + ([ctx.input(2)] if ctx.input(2) else [])
+    if node.inputs[0].desc.dtype in ("float32", "float64", "float16", "bfloat16"):
+        ctx.emit("Gemm", inputs, [ctx.output(0)], transA=int(node.attrs["transpose_x1"]),
+                 transB=int(node.attrs["transpose_x2"]))
+        return
+    a, b = inputs[:2]
+    if node.attrs["transpose_x1"]:
+        a = ctx.emit("Transpose", [a], perm=[1, 0])[0]
+    if node.attrs["transpose_x2"]:
+        b = ctx.emit("Transpose", [b], perm=[1, 0])[0]
+    dtype = node.inputs[0].desc.dtype
+    if len(inputs) == 3:
+        product = emit_via(ctx, "MatMul", [a, b], ctx.fresh("product"), dtype, ARITHMETIC_VIA)
+        ctx.emit("Add", [product, inputs[2]], [ctx.output(0)])
+    else:
+        emit_via(ctx, "MatMul", [a, b], ctx.output(0), dtype, ARITHMETIC_VIA)
+
+
+batch_mat_mul = (OPS.declare("BatchMatMul", "Matrix products over the last two dims, batch dims "
+                                             "broadcast; adj_x1/adj_x2 transpose them (real types).")
+                 .input("x1", NUMBER_TYPES).input("x2", NUMBER_TYPES).output("y")
+                 .attr("adj_x1", "bool", False).attr("adj_x2", "bool", False)
+                 .attr("dst_type", "dtype", None, doc="output dtype; None: the inputs' dtype"))
+
+
+@batch_mat_mul.infer
+def _infer_batch_mat_mul(node):
+    a, b = node.inputs[0].desc, node.inputs[1].desc
+    dtype = node.attrs["dst_type"] or a.dtype
+    if node.attrs["dst_type"] is None and a.dtype != b.dtype:
+        raise ConversionError(f"operand dtypes differ: {a.dtype} and {b.dtype}")
+    for side in (a, b):
+        if side.rank is not None and side.rank < 2:
+            raise ConversionError(f"BatchMatMul operands need rank >= 2, got rank {side.rank}")
+    if a.shape is None or b.shape is None:
+        return [TensorDesc(dtype, None)]
+    rows = a.shape[-1] if node.attrs["adj_x1"] else a.shape[-2]
+    inner_a = a.shape[-2] if node.attrs["adj_x1"] else a.shape[-1]
+    inner_b = b.shape[-1] if node.attrs["adj_x2"] else b.shape[-2]
+    cols = b.shape[-2] if node.attrs["adj_x2"] else b.shape[-1]
+    if None not in (inner_a, inner_b) and inner_a != inner_b:
+        raise ConversionError(f"inner dims differ: {list(a.shape)} @ {list(b.shape)}")
+    return [TensorDesc(dtype, broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (rows, cols))]
+
+
+@batch_mat_mul.lower
+def _lower_batch_mat_mul(ctx, node):
+    dtype = node.outputs[0].desc.dtype
+    operands = []
+    for index, adjoint in ((0, node.attrs["adj_x1"]), (1, node.attrs["adj_x2"])):
+        desc, name = node.inputs[index].desc, ctx.input(index)
+        if desc.dtype != dtype:
+            name = emit_cast(ctx, name, dtype)
+        if adjoint:
+            if desc.rank is None:
+                raise ConversionError("adj_x/adj_y need operands of known rank")
+            perm = list(range(desc.rank - 2)) + [desc.rank - 1, desc.rank - 2]
+            name = ctx.emit("Transpose", [name], perm=perm)[0]
+        operands.append(name)
+    emit_via(ctx, "MatMul", operands, ctx.output(0), dtype, ARITHMETIC_VIA)
+
+
+# -- einsum -----------------------------------------------------------------------------------
+einsum = (OPS.declare("Einsum", "Einstein summation over x0..xN-1 as `equation` says "
+                                 "(numpy notation, '...' for broadcast dims).")
+          .dynamic_input("x", NUMBER_TYPES, count_attr="N").output("y")
+          .attr("N", "int").attr("equation", "str"))
+_EQUATION = re.compile(r"^[a-zA-Z.,]*(->[a-zA-Z.]*)?$")
+
+
+def parse_equation(equation: str, count: int):
+    """(input terms, output term) with '...' as '.'; the implicit output of numpy when
+    there is no '->': the ellipsis, then the labels used once, alphabetically."""
+    equation = equation.replace(" ", "")
+    if not _EQUATION.match(equation):
+        raise ConversionError(f"einsum equation {equation!r} is not understood")
+    left, arrow, right = equation.partition("->")
+    terms = [t.replace("...", ".") for t in left.split(",")]
+    stray_dots = (left + right).replace("...", "").count(".")
+    if len(terms) != count or stray_dots or any(t.count(".") > 1 for t in terms):
+        raise ConversionError(f"einsum equation {equation!r} does not fit {count} inputs")
+    if arrow:
+        return terms, right.replace("...", ".")
+    labels = "".join(terms).replace(".", "")
+    once = sorted(c for c in set(labels) if labels.count(c) == 1)
+    return terms, ("." if any("." in t for t in terms) else "") + "".join(once)
+
+
+@einsum.infer
+def _infer_einsum(node):
+    descs = [v.desc for v in node.inputs]
+    terms, output = parse_equation(node.attrs["equation"], len(descs))
+    dtype = descs[0].dtype
+    if any(d.dtype != dtype for d in descs):
+        raise ConversionError(f"einsum operand dtypes differ: {[d.dtype for d in descs]}")
+    sizes: Dict[str, list] = {}
+    ellipses = []
+    for term, desc in zip(terms, descs):
+        if desc.shape is None:
+            if "." in term or "." in output:
+                return [TensorDesc(dtype, None)]
+            for label in term:
+                sizes.setdefault(label, []).append(None)
+            continue
+        labels = len(term.replace(".", ""))
+        if len(desc.shape) < labels or ("." not in term and len(desc.shape) != labels):
+            raise ConversionError(f"einsum term {term!r} does not fit shape {list(desc.shape)}")
+        if "." in term:
+            start = term.index(".")
+            span = len(desc.shape) - labels
+            ellipses.append(desc.shape[start:start + span])
+            dims = desc.shape[:start] + desc.shape[start + span:]
+            term = term.replace(".", "")
+        else:
+            dims = desc.shape
+        for label, dim in zip(term, dims):
+            sizes.setdefault(label, []).append(dim)
+
+    def size(label):
+        dims = sizes.get(label)
+        if dims is None:
+            raise ConversionError(f"einsum output label {label!r} is in no input")
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ConversionError(f"einsum label {label!r} has sizes {sorted(known)}")
+        return known.pop() if known else (None if None in dims else 1)
+
+    shape = []
+    for label in output:
+        shape.extend(broadcast_shapes(*ellipses) if label == "." and ellipses else
+                     () if label == "." else (size(label),))
+    return [TensorDesc(dtype, tuple(shape))]
+
+
+@einsum.lower
+def _lower_einsum(ctx, node):
+    dtype = node.inputs[0].desc.dtype
+    terms, _ = parse_equation(node.attrs["equation"], len(node.inputs))
+    inputs = [ctx.input(i) for i in range(len(node.inputs))]
+    # onnxruntime wants '...' to stand for as many dims in every input: pad the shorter
+    # ones with leading size-1 dims, as broadcasting would
+    spans = {i: node.inputs[i].desc.rank - len(term) + 1 for i, term in enumerate(terms)
+             if "." in term and node.inputs[i].desc.rank is not None}
+    if spans and len(set(spans.values())) > 1:
+        widest = max(spans.values())
+        for i, span in spans.items():
+            if span < widest:
+                start = terms[i].index(".")
+                axes = ctx.constant(np.arange(start, start + widest - span, dtype=np.int64))
+                inputs[i] = ctx.emit("Unsqueeze", [inputs[i], axes])[0]
+    emit_via(ctx, "Einsum", inputs, ctx.output(0), dtype, ARITHMETIC_VIA,
+             equation=node.attrs["equation"].replace(" ", ""))
+
+
+# -- diagonal matrices ------------------------------------------------------------------------
+matrix_diag = (OPS.declare("MatrixDiag", "Square matrices [..., N, N] with `diagonal` [..., N] on "
+                                          "the main diagonal and padding_value (default 0) elsewhere.")
+               .input("diagonal").optional_input("padding_value").output("y"))
+
+
+@matrix_diag.infer
+def _infer_matrix_diag(node):
+    d = node.inputs[0].desc
+    if d.rank == 0:
+        raise ConversionError("MatrixDiag needs a diagonal of rank >= 1")
+    return [TensorDesc(d.dtype, None if d.shape is None else d.shape + d.shape[-1:])]
+
+
+@matrix_diag.lower
+def _lower_matrix_diag(ctx, node):
+    dtype = node.inputs[0].desc.dtype
+    last = ctx.constant(np.array([-1], np.int64))
+    size = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], last])[0]      # [N]
+    count = ctx.emit("Squeeze", [size])[0]
+    positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), count,
+                                   ctx.constant(np.array(1, np.int64))])[0]
+    rows = ctx.emit("Unsqueeze", [positions, last])[0]                                  # [N, 1]
+    on_diagonal = ctx.emit("Equal", [rows, positions])[0]                              # [N, N]
+    column = ctx.emit("Unsqueeze", [ctx.input(0), last])[0]                            # [..., N, 1]
+    # entry (i, j) of a row takes diagonal[..., i]: the diagonal as a column broadcasts
+    padding = ctx.input(1) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
+    ctx.emit("Where", [on_diagonal, column, padding], [ctx.output(0)])
+
+
+# -- band part -----------------------------------------------------------------------------
+band_part = OPS.declare("MatrixBandPart", "Keeps the band of num_lower sub- and num_upper "
+                                           "super-diagonals of the innermost matrices (-1: all).") \
+    .input("x").input("num_lower", INDEX_TYPES).input("num_upper", INDEX_TYPES).output("y")
+band_part.infer(same_as_input)
+
+
+@band_part.lower
+def _lower_band_part(ctx, node):
+    rank = node.inputs[0].desc.rank
+    if rank is not None and rank < 2:
+        raise ConversionError("MatrixBandPart needs a rank >= 2 input")
+    zero, one = ctx.constant(np.array(0, np.int64)), ctx.constant(np.array(1, np.int64))
+    rows = ctx.emit("Range", [zero, emit_dim(ctx, ctx.input(0), -2), one])[0]
+    cols = ctx.emit("Range", [zero, emit_dim(ctx, ctx.input(0), -1), one])[0]
+    below = ctx.emit("Sub", [ctx.emit("Unsqueeze", [rows, int64_constant(ctx, [1])])[0], cols])[0]  # i - j
+    above = ctx.emit("Neg", [below])[0]
+
+    def within(distance, index):
+        limit = scalar_int64_input(ctx, index)
+        everything = ctx.emit("Less", [limit, zero])[0]
+        return ctx.emit("Or", [everything, ctx.emit("LessOrEqual", [distance, limit])[0]])[0]
+
+    keep = ctx.emit("And", [within(below, 1), within(above, 2)])[0]
+    dtype = node.inputs[0].desc.dtype
+    zeros = ctx.constant(np.zeros((), numpy_dtype(dtype)))
+    emit_where(ctx, keep, ctx.input(0), zeros, dtype, ctx.output(0))

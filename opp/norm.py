@@ -1,0 +1,149 @@
+"""Normalization: fused batch normalization (4-D and 5-D data) and local response
+normalization, over the channel dimension the data's format says (NHWC, NCHW, NDHWC, NCDHW)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
+from tf2ir.ir.tensor import FLOAT_TYPES
+from tf2ir.opp.common import data_layout, same_as_input
+from tf2ir.opp.conv import compute_input, emit_spatial
+
+OPS = OpSet("tf2ir.opp.norm")
+
+
+# -- batch normalization ----------------------------------------------------------------------------
+def _batch_norm(op_type: str, outputs: int):
+    proto = (OPS.declare(op_type, "Batch normalization with the channel's scale, offset, mean and "
+                                   "variance (the channel as x's format says); is_training computes "
+                                   "batch statistics instead.")
+             .input("x", FLOAT_TYPES).input("scale", FLOAT_TYPES).input("offset", FLOAT_TYPES)
+             .input("mean", FLOAT_TYPES).input("variance", FLOAT_TYPES).output("y")
+             .output("batch_mean").output("batch_variance")
+             .output("reserve_space_1").output("reserve_space_2"))
+    if outputs == 6:
+        proto.output("reserve_space_3")
+    proto.attr("epsilon", "float", 1e-4).attr("exponential_avg_factor", "float", 1.0)
+    proto.attr("is_training", "bool", True)
+    proto.infer(_infer_batch_norm)
+    proto.lower(_lower_batch_norm)
+    return proto
+
+
+def _infer_batch_norm(node):
+    x = node.inputs[0].desc
+    fmt = data_layout(node, 0) if x.rank is not None or x.format != "ND" else None
+    param = node.inputs[1].desc.dtype
+    channels = None if x.shape is None else x.shape[fmt.index("C")]
+    if channels is None:
+        channels = (node.inputs[1].desc.shape or (None,))[0]
+    stat = TensorDesc(param, (channels,))
+    descs = [x.copy()] + [stat] * 4
+    if len(node.outputs) == 6:
+        descs.append(TensorDesc(param, (0,)))
+    return descs
+
+
+def _lower_batch_norm(ctx, node):
+    x = node.inputs[0].desc
+    dtype, param = x.dtype, node.inputs[1].desc.dtype
+    if param not in ("float32", "float64"):
+        raise ConversionError(f"scale/offset/mean/variance of dtype {param} are not supported")
+    if x.rank is None:
+        raise ConversionError("the input's rank must be known")
+    fmt = data_layout(node, 0)
+    rank, channel = len(fmt), fmt.index("C")
+    np_param = np.dtype(param)
+    eps = node.attrs["epsilon"]
+    # The per-channel vectors broadcast against x: (C,) for channels-last, (C, 1, ...) else.
+    param_shape = ctx.constant(np.array([-1] + [1] * (rank - 1 - channel), np.int64))
+
+    def to_x(name):
+        return name if channel == rank - 1 else ctx.emit("Reshape", [name, param_shape])[0]
+
+    xs = ctx.input(0)
+    if dtype != param:
+        xs = ctx.emit("Cast", [xs], to=ONNX_DTYPES[param])[0]
+    values = [ctx.const_input(i) for i in range(1, 5)]
+    if not node.attrs["is_training"]:
+        if all(v is not None for v in values):
+            scale, offset, mean, var = (np.asarray(v, np_param) for v in values)
+            a = scale / np.sqrt(var + np_param.type(eps))
+            b = offset - mean * a
+            if channel != rank - 1:
+                a, b = (v.reshape((-1,) + (1,) * (rank - 1 - channel)) for v in (a, b))
+            mul, add = ctx.constant(a, "bn_scale"), ctx.constant(b, "bn_offset")
+        else:
+            shifted = ctx.emit("Add", [ctx.input(4), ctx.constant(np.array(eps, np_param))])[0]
+            std = ctx.emit("Sqrt", [shifted])[0]
+            a = ctx.emit("Div", [ctx.input(1), std])[0]
+            b = ctx.emit("Sub", [ctx.input(2), ctx.emit("Mul", [ctx.input(3), a])[0]])[0]
+            mul, add = to_x(a), to_x(b)
+        batch_mean, batch_var, saved_mean, saved_var = ctx.input(3), ctx.input(4), ctx.input(3), ctx.input(4)
+        normalized = ctx.emit("Add", [ctx.emit("Mul", [xs, mul])[0], add])[0]
+    else:
+        axes = ctx.constant(np.array([i for i in range(rank) if i != channel], np.int64))
+        mean = ctx.emit("ReduceMean", [xs, axes], keepdims=1)[0]
+        centered = ctx.emit("Sub", [xs, mean])[0]
+        var = ctx.emit("ReduceMean", [ctx.emit("Mul", [centered, centered])[0], axes], keepdims=1)[0]
+        std = ctx.emit("Sqrt", [ctx.emit("Add", [var, ctx.constant(np.array(eps, np_param))])[0]])[0]
+        scaled = ctx.emit("Div", [centered, std])[0]
+        normalized = ctx.emit("Add", [ctx.emit("Mul", [scaled, to_x(ctx.input(1))])[0],
+                                      to_x(ctx.input(2))])[0]
+        flat = ctx.constant(np.array([-1], np.int64))
+        saved_mean = ctx.emit("Reshape", [mean, flat])[0]
+        saved_var = ctx.emit("Reshape", [var, flat])[0]
+        # TF reports the unbiased (Bessel-corrected) variance, averaged into the running one.
+        shape = ctx.emit("Shape", [xs])[0]
+        count = ctx.emit("ReduceProd", [ctx.emit("Gather", [shape, axes], axis=0)[0]], keepdims=0)[0]
+        count = ctx.emit("Cast", [count], to=ONNX_DTYPES[param])[0]
+        one = ctx.constant(np.array(1, np_param))
+        bessel = ctx.emit("Div", [count, ctx.emit("Max", [ctx.emit("Sub", [count, one])[0], one])[0]])[0]
+        batch_mean, batch_var = saved_mean, ctx.emit("Mul", [saved_var, bessel])[0]
+        factor = node.attrs["exponential_avg_factor"]
+        if factor != 1.0:
+            if any(node.inputs[i].desc.shape == (0,) for i in (3, 4)):
+                raise ConversionError("exponential_avg_factor != 1 needs the running mean and variance")
+            keep, new = ctx.constant(np.array(1 - factor, np_param)), ctx.constant(np.array(factor, np_param))
+            batch_mean, batch_var = (
+                ctx.emit("Add", [ctx.emit("Mul", [ctx.input(i), keep])[0], ctx.emit("Mul", [v, new])[0]])[0]
+                for i, v in ((3, batch_mean), (4, batch_var)))
+    if dtype != param:
+        ctx.emit("Cast", [normalized], [ctx.output(0)], to=ONNX_DTYPES[dtype])
+    else:
+        ctx.emit("Identity", [normalized], [ctx.output(0)])
+    for index, name in enumerate([batch_mean, batch_var, saved_mean, saved_var], start=1):
+        ctx.emit("Identity", [name], [ctx.output(index)])
+    if len(node.outputs) == 6:
+        ctx.emit("Identity", [ctx.constant(np.zeros(0, np_param), "reserve")], [ctx.output(5)])
+
+
+_batch_norm("FusedBatchNorm", 5)
+_batch_norm("FusedBatchNormV3", 6)
+
+
+# -- local response normalization ---------------------------------------------------------------------
+lrn = (OPS.declare("LRN", "Local response normalization over the channel axis (NHWC or NCHW, as "
+                           "x's format says): x / (bias + alpha * sum of squares over "
+                           "2*depth_radius+1 channels)^beta.")
+       .input("x", FLOAT_TYPES).output("y").attr("depth_radius", "int", 5).attr("bias", "float", 1.0)
+       .attr("alpha", "float", 1.0).attr("beta", "float", 0.5))
+
+
+@lrn.infer
+def _infer_lrn(node):
+    if node.inputs[0].desc.rank not in (None, 4):
+        raise ConversionError("LRN needs a rank-4 input")
+    data_layout(node, 0, 4)
+    return same_as_input(node)
+
+
+@lrn.lower
+def _lower_lrn(ctx, node):
+    size = 2 * node.attrs["depth_radius"] + 1
+    dtype, fmt = node.inputs[0].desc.dtype, data_layout(node, 0, 4)
+    # ONNX divides alpha by the window size; TF does not.
+    emit_spatial(ctx, fmt, "LRN", [compute_input(ctx, 0, dtype)], dtype, size=size,
+                 alpha=node.attrs["alpha"] * size, beta=node.attrs["beta"], bias=node.attrs["bias"])

@@ -1,0 +1,85 @@
+"""Selection by a bool condition: Select (TF v1, whose vector condition may choose whole rows)
+and SelectV2 (tf.where, all three operands broadcast)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.opp.common import ALL_TYPES, broadcast_shapes, fold_with, infer_broadcast, lowering
+
+OPS = OpSet("tf2ir.opp.select")
+
+# onnxruntime's Where kernels (the selected operands are cast to a carrier among them)
+WHERE_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32")
+
+
+def _merge_shapes(a, b, what: str):
+    if a is None or b is None:
+        return a if b is None else b
+    if len(a) != len(b) or any(p is not None and q is not None and p != q for p, q in zip(a, b)):
+        raise ConversionError(f"{what}: shapes {list(a)} and {list(b)} differ")
+    return tuple(p if p is not None else q for p, q in zip(a, b))
+
+
+select = (OPS.declare("Select", "TF Select (v1): condition is a scalar, x1's shape, or a vector "
+                                 "choosing whole rows of x1 and x2 (which have one shape)")
+          .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
+
+
+def _select_rows(node) -> bool:
+    """True when a vector condition picks rows of a higher-rank x1 (raises when unknowable)."""
+    cond, x = node.inputs[0].desc, node.inputs[1].desc
+    if cond.rank == 1 and x.rank is None or cond.rank is None and x.rank not in (0, 1):
+        raise ConversionError("Select (v1) needs the ranks of condition and x to tell an "
+                              "elementwise condition from a row condition")
+    return cond.rank == 1 and x.rank > 1
+
+
+@select.infer
+def _infer_select(node):
+    cond, x, y = (v.desc for v in node.inputs)
+    if x.dtype != y.dtype:
+        raise ConversionError(f"x1 and x2 dtypes differ: {x.dtype} and {y.dtype}")
+    shape = _merge_shapes(x.shape, y.shape, "Select x1 and x2")
+    if cond.rank not in (None, 0) and shape is not None:
+        if _select_rows(node):
+            _merge_shapes(cond.shape, shape[:1], "Select's vector condition and x1's first dim")
+        else:
+            shape = _merge_shapes(cond.shape, shape, "Select condition and x1")
+    return [TensorDesc(x.dtype, shape, x.format, x.origin_format)]
+
+
+def _select_body(o, xs, dtype):
+    cond = xs[0]
+    if _select_rows(o.ctx.node):
+        axes = list(range(1, o.ctx.node.inputs[1].desc.rank))
+        cond = o.Unsqueeze(cond, o.ctx.constant(np.array(axes, np.int64)))
+    return o.Where(cond, xs[1], xs[2], out=o.out)
+
+
+def _fold_select(node, values):
+    cond, x, y = values
+    if cond.ndim == 1 and x.ndim > 1:
+        cond = cond.reshape((-1,) + (1,) * (x.ndim - 1))
+    return [np.where(cond, x, y)]
+
+
+select.lower(lowering(_select_body, WHERE_TYPES, (1, 2)))
+select.fold(_fold_select)
+
+select_v2 = (OPS.declare("SelectV2", "condition ? x1 : x2, all three broadcast (TF SelectV2, "
+                                     "tf.where)")
+             .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
+
+
+@select_v2.infer
+def _infer_select_v2(node):
+    out = infer_broadcast(node, (1, 2))[0]
+    out.shape = broadcast_shapes(node.inputs[0].desc.shape, out.shape)
+    return [out]
+
+
+select_v2.lower(lowering(lambda o, xs, dtype: o.Where(xs[0], xs[1], xs[2], out=o.out),
+                         WHERE_TYPES, (1, 2)))
+select_v2.fold(fold_with(np.where))

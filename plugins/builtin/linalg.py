@@ -1,0 +1,73 @@
+"""Built-in mappings for TF's linear algebra: MatMul, BatchMatMul (V1-V3), Einsum, MatrixDiag
+(V1 and the main diagonal of V3) and MatrixBandPart."""
+
+import numpy as np
+
+from tf2ir.ir import ConversionError
+from tf2ir.opp import linalg as linalg_ops
+from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
+
+
+def parse_matmul(src, op):
+    """TF names the transposes transpose_a/transpose_b; the IR op says x1/x2."""
+    op.set_attr("transpose_x1", bool(src.attr("transpose_a", False)))
+    op.set_attr("transpose_x2", bool(src.attr("transpose_b", False)))
+
+
+def parse_batch_mat_mul(src, op):
+    """TF says adj_x/adj_y, the IR op adj_x1/adj_x2; BatchMatMulV3 may widen to Tout
+    (e.g. int8 operands, int32 product)."""
+    op.set_attr("adj_x1", bool(src.attr("adj_x", False)))
+    op.set_attr("adj_x2", bool(src.attr("adj_y", False)))
+    tout = src.attr("Tout", None)
+    if tout is not None:
+        op.set_attr("dst_type", tout)
+
+
+def parse_einsum(src, op):
+    auto_mapping_dynamic(src, op, [DynamicInputOutputInfo("input", "x", "N")])
+
+
+def _const(op, index, what):
+    value = op.inputs[index].const_value if op.inputs[index] is not None else None
+    if value is None:
+        raise ConversionError(f"MatrixDiagV3 needs a constant {what}")
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def parse_matrix_diag_v3(src, op):
+    """Only the main diagonal of square matrices (tf.linalg.diag's default: k=0,
+    num_rows=num_cols=-1) maps to MatrixDiag; other diagonals raise."""
+    diagonal, k, num_rows, num_cols, padding = op.inputs
+    offsets = _const(op, 1, "k")
+    if any(o != 0 for o in offsets):
+        raise ConversionError(f"MatrixDiagV3 with k={offsets} is not supported; only the main "
+                              "diagonal (k=0)")
+    size = None if diagonal.desc.shape is None else diagonal.desc.shape[-1]
+    for what, index in (("num_rows", 2), ("num_cols", 3)):
+        value = _const(op, index, what)[0]
+        if value != -1 and value != size:
+            raise ConversionError(f"MatrixDiagV3 with {what}={value} (diagonal length {size}) "
+                                  "is not supported; only square matrices")
+    op.inputs = [diagonal, padding]
+
+
+MAPPINGS = [
+    register_op("MatMul").origin_op_type("MatMul").parse_params_fn(parse_matmul),
+    register_op("BatchMatMul").origin_op_type("BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
+    .parse_params_fn(parse_batch_mat_mul),
+    register_op("Einsum").origin_op_type("Einsum").parse_params_fn(parse_einsum),
+    register_op("MatrixDiag").origin_op_type("MatrixDiag"),
+    register_op("MatrixDiag").origin_op_type("MatrixDiagV3").parse_params_fn(parse_matrix_diag_v3),
+    register_op("MatrixBandPart").origin_op_type("MatrixBandPart"),
+]
+
+
+@hookimpl
+def tf2ir_op_mappings():
+    return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(linalg_ops.OPS)

@@ -1,0 +1,18 @@
+"""Built-in mappings for TF's boolean logic: LogicalAnd, LogicalOr and LogicalNot."""
+
+from tf2ir.opp import logical as logical_ops
+from tf2ir.plugins import hookimpl, register_op
+
+# Each maps to the IR op of its name (auto mapping: the attributes keep their TF names).
+MAPPINGS = [register_op(op_type).origin_op_type(op_type) for op_type in (
+    "LogicalAnd", "LogicalOr", "LogicalNot")]
+
+
+@hookimpl
+def tf2ir_op_mappings():
+    return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(logical_ops.OPS)
