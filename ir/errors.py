@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import signal
 from enum import IntEnum
 
 
@@ -50,18 +52,19 @@ class ConversionError(Exception):
     def where(self) -> str:
         parts = []
         if self.model:
-            parts.append(f"model {self.model}")
+            parts.append(f"model {escape(self.model)}")
         if self.node:
-            parts.append(f"node '{self.node}'")
+            parts.append(f"node '{escape(self.node)}'")
         if self.op_type:
-            parts.append(f"op {self.op_type}")
+            parts.append(f"op {escape(self.op_type)}")
         if self.plugin:
-            parts.append(f"plugin {self.plugin}")
+            parts.append(f"plugin {escape(self.plugin)}")
         return ", ".join(parts)
 
     def __str__(self) -> str:
+        """One line: names and message with their control characters escaped."""
         where = self.where()
-        return f"{where}: {self.message}" if where else self.message
+        return f"{where}: {escape(self.message)}" if where else escape(self.message)
 
     def located(self, **where) -> "ConversionError":
         """Fill in the places this error does not name yet (outer layers know the model)."""
@@ -69,3 +72,33 @@ class ConversionError(Exception):
             if getattr(self, key) is None and value is not None:
                 setattr(self, key, value)
         return self
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape(text: object) -> str:
+    """`text` with its control characters (newline, tab, escape, line separators, ...)
+    written as Python escapes (`\\n`, `\\t`, `\\x1b`), so that a node name, op type or
+    plugin name never splits a one-line error; any other text is unchanged."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+# Raised inside plugin code, these would end tf2ir with the plugin's exit code (3 reads as
+# "unsupported ops", 0 as success); the places that call plugin code turn them into a
+# plugin failure with `plugin_exit`.
+PLUGIN_EXITS = (SystemExit, KeyboardInterrupt)
+
+
+def plugin_exit(exc: BaseException, what: str, **where) -> ConversionError:
+    """The ConversionError for a SystemExit or KeyboardInterrupt that `what` (e.g. "plugin
+    my_ops") raised. A KeyboardInterrupt is re-raised while SIGINT has Python's default
+    handler: tf2ir is then used as a library and it may be a real Ctrl-C (the command line
+    installs its own handler, which never raises KeyboardInterrupt)."""
+    if isinstance(exc, KeyboardInterrupt) and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        raise exc
+    how = (f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit)
+           else "raised KeyboardInterrupt")
+    return ConversionError(f"{what} {how}; plugin code must raise an exception, not end tf2ir",
+                           **where)

@@ -64,6 +64,68 @@ class Node:
         return f"<Node {self.op_type} '{self.name}'>"
 
 
+class ValueList(list):
+    """A list (of graph outputs) that answers `value in it` by identity in constant time, so
+    that graphs with very many outputs stay linear to convert. Appending keeps the index;
+    other changes rebuild it when it is next asked."""
+
+    def __init__(self, values: Iterable[Any] = ()):
+        super().__init__(values)
+        self._ids: Optional[Dict[int, int]] = None
+
+    def _index(self) -> Dict[int, int]:
+        if self._ids is None:
+            ids: Dict[int, int] = {}
+            for value in self:
+                ids[id(value)] = ids.get(id(value), 0) + 1
+            self._ids = ids
+        return self._ids
+
+    def __contains__(self, value: object) -> bool:
+        return id(value) in self._index()
+
+    def append(self, value: Any) -> None:
+        super().append(value)
+        if self._ids is not None:
+            self._ids[id(value)] = self._ids.get(id(value), 0) + 1
+
+    def extend(self, values: Iterable[Any]) -> None:
+        super().extend(values)
+        self._ids = None
+
+    def __iadd__(self, values):  # type: ignore[misc]
+        self.extend(values)
+        return self
+
+    def insert(self, *args) -> None:
+        self._ids = None
+        super().insert(*args)
+
+    def remove(self, value: Any) -> None:
+        self._ids = None
+        super().remove(value)
+
+    def pop(self, *args) -> Any:
+        self._ids = None
+        return super().pop(*args)
+
+    def clear(self) -> None:
+        self._ids = None
+        super().clear()
+
+    def __setitem__(self, index, value) -> None:
+        self._ids = None
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index) -> None:
+        self._ids = None
+        super().__delitem__(index)
+
+    def __imul__(self, count):  # type: ignore[misc]
+        self._ids = None
+        return super().__imul__(count)
+
+
 class Graph:
     """An ordered list of nodes with graph inputs and outputs; names are unique per graph."""
 
@@ -71,11 +133,23 @@ class Graph:
         self.name = name
         self.nodes: List[Node] = []
         self.inputs: List[Value] = []
-        self.outputs: List[Value] = []
+        self._outputs: ValueList = ValueList()
         self._names: Dict[str, Value] = {}
         self._node_names: set = set()
         self._insert_before: Optional[Node] = None   # where add_node puts nodes (None: the end)
         self._insert_hint = 0
+        # node name → the plugin that mapped it (set by the conversion pipeline; empty for a
+        # graph built by hand or loaded from text): errors found later name the plugin
+        self.provenance: Dict[str, str] = {}
+
+    @property
+    def outputs(self) -> List[Value]:
+        """The graph's outputs (a list; `value in graph.outputs` takes constant time)."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values: Iterable[Value]) -> None:
+        self._outputs = ValueList(values)
 
     # -- creation --------------------------------------------------------------
     def unique_name(self, base: str, taken=None) -> str:
@@ -174,7 +248,8 @@ class Graph:
             node.inputs[index] = new
             new.uses.append((node, index))
         old.uses.clear()
-        self.outputs = [new if v is old else v for v in self.outputs]
+        if old in self.outputs:
+            self.outputs = [new if v is old else v for v in self.outputs]
 
     def erase_node(self, node: Node) -> None:
         for out in node.outputs:
@@ -187,6 +262,41 @@ class Graph:
             del self._names[out.name]
         self._node_names.discard(node.name)
         self.nodes.remove(node)
+
+    def erase_nodes(self, nodes: Iterable[Node],
+                    placed: Optional[Dict[int, List[Node]]] = None) -> None:
+        """Erase `nodes` as `erase_node` would, in one pass over the graph (linear in its
+        size, where erasing one by one is quadratic). `placed` maps the id of an erased node
+        to nodes of this graph that take its place in the node order (moved there)."""
+        dead = {id(node): node for node in nodes}
+        if not dead:
+            return
+        for node in dead.values():
+            for out in node.outputs:
+                if any(id(user) not in dead for user, _ in out.uses) or out in self.outputs:
+                    raise ValueError(f"cannot erase node '{node.name}': its output {out.name} "
+                                     "is used")
+        touched: Dict[int, Value] = {}
+        for node in dead.values():
+            for value in node.inputs:
+                if value is not None:
+                    touched[id(value)] = value
+        for value in touched.values():
+            value.uses = [use for use in value.uses if id(use[0]) not in dead]
+        for node in dead.values():
+            for out in node.outputs:
+                if self._names.get(out.name) is out:
+                    del self._names[out.name]
+            self._node_names.discard(node.name)
+        placed = placed or {}
+        moved = {id(n) for group in placed.values() for n in group}
+        order: List[Node] = []
+        for node in self.nodes:
+            if id(node) in dead:
+                order.extend(placed.get(id(node), ()))
+            elif id(node) not in moved:
+                order.append(node)
+        self.nodes = order
 
     def rename_value(self, value: Value, name: str) -> None:
         if self._names.get(name) is value:
@@ -203,6 +313,10 @@ class Graph:
 
     def has_value(self, name: str) -> bool:
         return name in self._names
+
+    def has_node(self, name: str) -> bool:
+        """Whether a node of this graph is named `name`."""
+        return name in self._node_names
 
     def values(self) -> Iterator[Value]:
         return iter(self._names.values())

@@ -41,8 +41,8 @@ def infer_node(node: Node, infer: bool = True) -> None:
             descs = proto.infer_fn(node)
         except ConversionError as exc:
             raise exc.located(node=node.name, op_type=node.op_type)
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise fail(f"shape inference failed: {exc}") from None
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:
+            raise fail(f"shape inference failed: {type(exc).__name__}: {exc}") from None
         if len(descs) != len(node.outputs):
             raise fail(f"inference gave {len(descs)} outputs for {len(node.outputs)}")
         for value, desc in zip(node.outputs, descs):

@@ -195,6 +195,8 @@ class OpPrototype:
                 counted[spec.name] = attrs[spec.count_attr]
         fixed = sum(1 for p in specs if p.kind != "dynamic") + sum(counted.values())
         free = [p for p in specs if p.kind == "dynamic" and p.name not in counted]
+        if len(free) > 1:       # two groups without counts (a count attribute missing): no fit
+            return None
         if free:
             counted[free[0].name] = count - fixed
         if any(n < 0 for n in counted.values()) or fixed + (counted[free[0].name] if free else 0) != count:

@@ -150,8 +150,13 @@ transpose = OPS.declare("Transpose", "Permutes dims by `perm`.") \
 @transpose.infer
 def _infer_transpose(node):
     x, perm = node.inputs[0].desc, const_ints(node, 1)
+    if node.inputs[1].desc.rank not in (None, 1):
+        raise ConversionError(f"perm must be 1-D, it has rank {node.inputs[1].desc.rank}")
     if perm is None:
         return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank)]
+    if sorted(perm) != list(range(len(perm))) or x.rank not in (None, len(perm)):
+        raise ConversionError(f"perm {perm} is not a permutation of the {x.rank} dims of x"
+                              if x.rank is not None else f"perm {perm} is not a permutation")
     shape = None if x.shape is None else tuple(x.shape[p] for p in perm)
     return [TensorDesc(x.dtype, shape)]
 

@@ -149,6 +149,21 @@ def partial_ints(value, count: int) -> List[Optional[int]]:
     return [None] * count
 
 
+def check_window_attrs(node, rank: int) -> None:
+    """A window op's `strides` and `ksize` need one value per data dim and, like
+    `dilations`, values of at least 1 (a zero stride would divide by zero)."""
+    for name in ("strides", "ksize", "dilations"):
+        values = node.attrs.get(name)
+        if values is None or (name == "dilations" and not values):
+            continue
+        if name != "dilations" and len(values) != rank:
+            raise ConversionError(f"attribute '{name}' has {len(values)} values; {rank}-D data "
+                                  f"needs {rank}")
+        if any(v < 1 for v in values):
+            raise ConversionError(f"attribute '{name}' is {list(values)}: every value must be "
+                                  "at least 1")
+
+
 def window_output(size: Optional[int], kernel: int, stride: int, dilation: int,
                   padding: str, pads=(0, 0)) -> Optional[int]:
     if size is None:

@@ -12,8 +12,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES
-from tf2ir.opp.common import (TF_FILTER, data_layout, filter_layout, partial_ints, spatial_attrs,
-                              window_output)
+from tf2ir.opp.common import (TF_FILTER, check_window_attrs, data_layout, filter_layout,
+                              partial_ints, spatial_attrs, window_output)
 
 OPS = OpSet("tf2ir.opp.conv")
 
@@ -107,6 +107,7 @@ def emit_spatial(ctx, data_format, op_type, inputs, dtype, supported=ORT_CONV_TY
 
 def windowed_shape(node, x, kernel, out_channels, data_format):
     """The output shape of a window op (convolution, pooling) over data `x` in `data_format`."""
+    check_window_attrs(node, len(data_format))
     if x.shape is None:
         return None
     strides = spatial_attrs(node.attrs["strides"], data_format)
@@ -203,8 +204,26 @@ def _infer_conv(node, depthwise=False):
         out_channels = None if None in f[-2:] else f[-2] * f[-1]
     else:
         out_channels = f[-1]
+    _check_channels(x, fmt, f, depthwise)
     shape = windowed_shape(node, x, f[:-2], out_channels, fmt)
     return [TensorDesc(x.dtype, shape, fmt, fmt)]
+
+
+def _check_channels(x, fmt, f, depthwise) -> None:
+    """The data's channels must be the filter's input channels (depthwise), or a multiple of
+    them whose groups divide the output channels (grouped convolution)."""
+    channels = None if x.shape is None or len(x.shape) != len(fmt) else x.shape[fmt.index("C")]
+    f_in, f_out = f[-2], f[-1]
+    if channels is None or f_in is None:
+        return
+    if depthwise:
+        if channels != f_in:
+            raise ConversionError(f"the data has {channels} channels, the depthwise filter "
+                                  f"{list(f)} takes {f_in}")
+        return
+    if f_in == 0 or channels % f_in or (f_out is not None and f_out % (channels // f_in)):
+        raise ConversionError(f"the data has {channels} channels, which the filter {list(f)} "
+                              f"(input channels {f_in}, output channels {f_out}) cannot take")
 
 
 def _conv_common(proto, rank):
@@ -249,6 +268,7 @@ def _transpose_geometry(node):
     fshape = tf_filter_shape(node, 1, ffmt)
     if fshape is None or None in fshape[:-2]:
         raise ConversionError(f"the filter must be a rank-{len(fmt)} tensor with a known spatial shape")
+    check_window_attrs(node, len(fmt))
     strides = spatial_attrs(node.attrs["strides"], fmt)
     dilations = node.attrs["dilations"] or [1] * len(fmt)
     if len(dilations) != len(fmt) and set(dilations) == {1}:

@@ -22,11 +22,17 @@ gather_v2 = OPS.declare("GatherV2", "Slices of x at `indices` along the dim give
 
 
 def _batch_dims(node, indices_rank):
+    """batch_dims made non-negative; TF requires 0 <= batch_dims <= the indices rank."""
     batch = node.attrs["batch_dims"]
     if batch < 0:
         if indices_rank is None:
             raise ConversionError("a negative batch_dims needs the indices rank")
         batch += indices_rank
+    params_rank = node.inputs[0].desc.rank
+    if batch < 0 or (indices_rank is not None and batch > indices_rank) \
+            or (params_rank is not None and batch >= max(params_rank, 1)):
+        raise ConversionError(f"batch_dims {node.attrs['batch_dims']} is out of range for "
+                              f"indices of rank {indices_rank} and params of rank {params_rank}")
     return batch
 
 
@@ -50,6 +56,8 @@ def _lower_gather_v2(ctx, node):
         raise ConversionError("the gather axis must be constant")
     a = normalize_axis(axis[0], node.inputs[0].desc.rank)
     batch = _batch_dims(node, node.inputs[1].desc.rank)
+    if batch > a:
+        raise ConversionError(f"batch_dims {batch} must not exceed the axis {a}")
     if batch == 0:
         ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
         return

@@ -30,6 +30,21 @@ def _infer_matmul(node):
         raise ConversionError("MatMul takes rank-2 operands")
     rows = None if a.shape is None else a.shape[1 if node.attrs["transpose_x1"] else 0]
     cols = None if b.shape is None else b.shape[0 if node.attrs["transpose_x2"] else 1]
+    inner_a = None if a.shape is None else a.shape[0 if node.attrs["transpose_x1"] else 1]
+    inner_b = None if b.shape is None else b.shape[1 if node.attrs["transpose_x2"] else 0]
+    if None not in (inner_a, inner_b) and inner_a != inner_b:
+        raise ConversionError(f"the contracted dims differ: {list(a.shape)} @ {list(b.shape)}"
+                              f" (transpose_x1={node.attrs['transpose_x1']}, "
+                              f"transpose_x2={node.attrs['transpose_x2']})")
+    bias = node.inputs[2].desc if len(node.inputs) > 2 and node.inputs[2] is not None else None
+    if bias is not None and bias.shape is not None:
+        # Gemm's C broadcasts (one way) to the product's (rows, cols)
+        fits = len(bias.shape) <= 2 and all(
+            d in (1, None) or want is None or d == want
+            for d, want in zip(reversed(bias.shape), (cols, rows)))
+        if not fits:
+            raise ConversionError(f"the bias of shape {list(bias.shape)} does not broadcast to "
+                                  f"the product's [{rows}, {cols}]")
     return [TensorDesc(a.dtype, (rows, cols))]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import OpSet
+from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
 from tf2ir.opp.common import CHANNELS_FIRST, check_layout_declared, same_as_input
 
@@ -25,7 +25,17 @@ def _channels_first(node) -> bool:
 
 @bias_add.infer
 def _infer_bias_add(node):
-    _channels_first(node)
+    first = _channels_first(node)
+    x, bias = node.inputs[0].desc, node.inputs[1].desc
+    if bias.rank not in (None, 1):
+        raise ConversionError(f"the bias must be 1-D, it has shape {list(bias.shape or ())}")
+    if x.rank is not None and x.rank < 2:
+        raise ConversionError(f"BiasAdd needs data of rank 2 or more, it has rank {x.rank}")
+    if x.shape is not None and bias.shape is not None:
+        channels = x.shape[1 if first and x.rank > 2 else -1]
+        if None not in (channels, bias.shape[0]) and channels != bias.shape[0]:
+            raise ConversionError(f"the bias has {bias.shape[0]} values, the data "
+                                  f"{list(x.shape)} has {channels} channels")
     return same_as_input(node)
 
 

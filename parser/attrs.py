@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -29,10 +32,45 @@ def ir_dtype(tf_type: int) -> str:
 
 
 def shape_of(proto) -> Optional[Tuple[Optional[int], ...]]:
-    """TensorShapeProto → tuple of dims (None for unknown dims), or None for unknown rank."""
+    """TensorShapeProto → tuple of dims (None for unknown dims), or None for unknown rank.
+    -1 is TF's unknown dim; a smaller one is a malformed shape."""
     if proto.unknown_rank:
         return None
-    return tuple(None if d.size < 0 else int(d.size) for d in proto.dim)
+    dims = tuple(int(d.size) for d in proto.dim)
+    if any(d < -1 for d in dims):
+        raise ConversionError(f"shape {list(dims)} has a negative dimension (only -1, "
+                              "unknown, may be)")
+    return tuple(None if d < 0 else d for d in dims)
+
+
+# The bound on a tensor the parser materialises beyond the bytes the file holds (TF's
+# "splat" constants: a few values repeated to fill the shape); --max-tensor-bytes.
+DEFAULT_MAX_TENSOR_BYTES = 1 << 30
+_MAX_TENSOR_BYTES: ContextVar[int] = ContextVar("tf2ir_max_tensor_bytes",
+                                                default=DEFAULT_MAX_TENSOR_BYTES)
+
+
+@contextmanager
+def tensor_limit(max_bytes: Optional[int]) -> Iterator[None]:
+    """Within the block, constants decoded from TensorProtos may expand to at most
+    `max_bytes` (None: DEFAULT_MAX_TENSOR_BYTES); a larger one is a ConversionError."""
+    token = _MAX_TENSOR_BYTES.set(DEFAULT_MAX_TENSOR_BYTES if max_bytes is None else int(max_bytes))
+    try:
+        yield
+    finally:
+        _MAX_TENSOR_BYTES.reset(token)
+
+
+def max_tensor_bytes() -> int:
+    """The bound in force (see `tensor_limit`)."""
+    return _MAX_TENSOR_BYTES.get()
+
+
+def size_text(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} bytes"
 
 
 # Where each dtype's values live in a TensorProto when tensor_content is empty.
@@ -46,36 +84,58 @@ _VALUE_FIELDS = {
 
 
 def tensor_to_numpy(proto) -> np.ndarray:
-    """A numpy array for a TensorProto; tensor_content is viewed, not copied again."""
+    """A numpy array for a TensorProto; tensor_content is viewed, not copied again. A
+    content size that does not fit the dtype and shape, a negative or unknown shape, values
+    that do not fit the dtype, or a repeated-value ("splat") tensor larger than the bound
+    in force (`tensor_limit`) is a ConversionError."""
     dtype = ir_dtype(proto.dtype)
-    shape = shape_of(proto.tensor_shape) or ()
-    count = int(np.prod(shape, dtype=np.int64))
+    if proto.tensor_shape.unknown_rank:
+        raise ConversionError("a tensor's shape must be known (it says unknown rank)")
+    shape = tuple(int(d.size) for d in proto.tensor_shape.dim)
+    if any(d < 0 for d in shape):
+        raise ConversionError(f"tensor shape {list(shape)} has a negative dimension")
+    count = math.prod(shape)
+    np_dtype = numpy_dtype(dtype)
+    if proto.tensor_content and dtype != "string":
+        needed = count * np_dtype.itemsize
+        if len(proto.tensor_content) != needed:
+            raise ConversionError(f"tensor content has {len(proto.tensor_content)} bytes; "
+                                  f"shape {list(shape)} of {dtype} needs {needed}")
+        return np.frombuffer(proto.tensor_content, dtype=np_dtype).reshape(shape)
+    values = getattr(proto, _VALUE_FIELDS[dtype])
+    given = len(values) // 2 if dtype.startswith("complex") else len(values)  # (real, imag)
+    if given > count:
+        raise ConversionError(f"tensor has {given} values for shape {list(shape)}")
+    nbytes = count * np_dtype.itemsize
+    if nbytes > max_tensor_bytes():
+        raise ConversionError(
+            f"constant of shape {list(shape)} ({dtype}, {given} value"
+            f"{'s' if given != 1 else ''} given) would take {size_text(nbytes)}: more "
+            f"than the limit on materialised tensors, {size_text(max_tensor_bytes())} "
+            "(--max-tensor-bytes)")
+    if math.prod(d for d in shape if d) >= 1 << 62:    # numpy cannot shape even an empty one
+        raise ConversionError(f"tensor shape {list(shape)} is too large")
     if dtype == "string":
-        values = list(proto.string_val)
         array = np.empty(count, dtype=object)
-        if values:
-            array[:len(values)] = values
+        if len(values):
+            array[:len(values)] = list(values)
             array[len(values):] = values[-1]
         return array.reshape(shape)
-    np_dtype = numpy_dtype(dtype)
-    if proto.tensor_content:
-        array = np.frombuffer(proto.tensor_content, dtype=np_dtype)
-        if array.size != count:
-            raise ConversionError(f"tensor content has {array.size} values for shape {list(shape)}")
-        return array.reshape(shape)
-    values = getattr(proto, _VALUE_FIELDS[dtype])
-    if dtype in ("float16", "bfloat16"):
-        raw = np.array(values, dtype=np.uint16).view(np_dtype)
-    elif dtype.startswith("complex"):
-        raw = np.array(values, dtype=np.float64).view(np.complex128).astype(np_dtype)
-    else:
-        raw = np.array(values, dtype=np_dtype)
+    try:
+        if dtype in ("float16", "bfloat16"):
+            raw = np.array(values, dtype=np.uint16).view(np_dtype)
+        elif dtype.startswith("complex"):
+            if len(values) % 2:
+                raise ConversionError(f"{dtype} tensor has an odd number of real values")
+            raw = np.array(values, dtype=np.float64).view(np.complex128).astype(np_dtype)
+        else:
+            raw = np.array(values, dtype=np_dtype)
+    except OverflowError as exc:
+        raise ConversionError(f"tensor values do not fit {dtype}: {exc}") from None
     if raw.size == count:
         return raw.reshape(shape)
     if raw.size == 0:
         return np.zeros(shape, dtype=np_dtype)
-    if raw.size > count:
-        raise ConversionError(f"tensor has {raw.size} values for shape {list(shape)}")
     # TF repeats the last value to fill the shape.
     return np.concatenate([raw, np.full(count - raw.size, raw[-1], dtype=np_dtype)]).reshape(shape)
 

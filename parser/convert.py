@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
-from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, ExitStatus, plugin_exit
 from tf2ir.ir.graph import Graph, Value
 from tf2ir.ir.infer import infer_node
 from tf2ir.ir.tensor import TensorDesc
@@ -131,6 +131,8 @@ class Converter:
         except Exception as exc:
             raise ConversionError(f"plugin {reg.plugin} failed: {type(exc).__name__}: {exc}",
                                   plugin=reg.plugin) from exc
+        except PLUGIN_EXITS as exc:   # sys.exit() in a parse function is its failure
+            raise plugin_exit(exc, "its parse function", plugin=reg.plugin) from exc
         proto = irop.prototype
         if proto is None:
             raise ConversionError(f"plugin {reg.plugin} maps to IR op {irop.op_type}, "

@@ -169,7 +169,7 @@ class _Inliner:
             node = TfNode(nd)
             node.name = names[name]
             node.inputs = [tensor(ref) for ref in nd.input if not ref.startswith("^")]
-            node.control_inputs = [names.get(ref[1:]) or args[ref[1:]][0]
+            node.control_inputs = [_control_input(ref[1:], names, args, fail)
                                    for ref in nd.input if ref.startswith("^")]
             body.append(node)
         outputs = [tensor(returns[arg.name]) for arg in sig.output_arg]
@@ -186,14 +186,27 @@ def _resolve(ref: str, defs, names: Dict[str, str], args: Dict[str, Tensor], lib
              fail) -> Tensor:
     """The graph tensor a FunctionDef tensor reference ("node:out_arg:i", "arg") stands for."""
     parts = ref.split(":")
-    if parts[0] in defs and len(parts) == 3 and parts[2].isdigit():
+    if parts[0] in defs and len(parts) == 3 and _is_index(parts[2]):
         index = _output_index(defs[parts[0]].op, parts[1], int(parts[2]), library, fail)
         return names[parts[0]], index
     if parts[0] in args and (len(parts) == 1 or parts[1:] == ["0"]):
         return args[parts[0]]
-    if parts[0] in defs and len(parts) <= 2:   # a plain "node:i" (not TF's own form)
-        return names[parts[0]], int(parts[1]) if len(parts) == 2 else 0
+    if parts[0] in defs and (len(parts) == 1 or len(parts) == 2 and _is_index(parts[1])):
+        return names[parts[0]], int(parts[1]) if len(parts) == 2 else 0   # "node:i", not TF's form
     raise fail(f"cannot resolve tensor '{ref}'")
+
+
+def _control_input(name: str, names: Dict[str, str], args: Dict[str, Tensor], fail) -> str:
+    """The graph node a function body's control input "^name" stands for."""
+    if name in names:
+        return names[name]
+    if name in args:
+        return args[name][0]
+    raise fail(f"control input '^{name}' names no node or argument of the function")
+
+
+def _is_index(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def _output_index(op_type: str, arg: str, index: int, library, fail) -> int:
@@ -228,7 +241,8 @@ def _forwarding_node(call: TfNode, outputs: List[Tensor], arg_types: List[int]) 
     node_def = NodeDef(name=call.name, op=op, device=call.device)
     node_def.input.extend([f"{src}:{port}" for src, port in outputs]
                           + [f"^{name}" for name in call.control_inputs])
-    types = [_TF_DTYPE_ENUMS[t] for t in call.attr("Tout", [])] if call.op_type in CALL_OPS else []
+    tout = call.attr("Tout", []) if call.op_type in CALL_OPS else []
+    types = [_TF_DTYPE_ENUMS[t] for t in tout] if isinstance(tout, list) else []
     if len(types) != len(outputs):
         types = list(arg_types)
     if op == "Identity" and types and types[0]:

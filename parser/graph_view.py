@@ -19,9 +19,50 @@ def graph_def_class():
 def split_tensor_name(name: str) -> Tuple[str, int]:
     """'node:1' → ('node', 1); 'node' → ('node', 0)."""
     node, sep, port = name.rpartition(":")
-    if sep and port.isdigit():
+    if sep and port.isascii() and port.isdigit():
         return node, int(port)
     return name, 0
+
+
+# The kinds TF gives the attributes of these names in every op that has them; another kind
+# is a malformed node. (An empty list decodes as list_int and fits every list kind.)
+_TYPE = ("type",)
+ATTR_KINDS: Dict[str, Tuple[str, ...]] = {
+    **{name: _TYPE for name in (
+        "dtype", "DstT", "SrcT", "Tidx", "Tperm", "Tindices", "Tparams", "Tshape", "Tpaddings",
+        "Tmultiples", "Taxis", "Tcond", "Tsplits", "index_type", "output_type", "Tlen")},
+    **{name: ("type", "list_type") for name in ("T", "Tout", "Tin", "out_type")},
+    "Targs": ("list_type",), "output_types": ("list_type",),
+    "shape": ("shape",), "_output_shapes": ("list_shape",), "output_shapes": ("list_shape",),
+    **{name: ("func",) for name in ("f", "then_branch", "else_branch", "cond", "body")},
+    **{name: ("list_int",) for name in ("strides", "ksize", "dilations", "explicit_paddings")},
+    **{name: ("string",) for name in ("padding", "data_format")},
+    **{name: ("bool",) for name in ("transpose_a", "transpose_b", "adj_x", "adj_y", "keep_dims")},
+    "N": ("int",),
+}
+OP_ATTR_KINDS: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("Const", "value"): ("tensor",),
+    **{(op, attr): ("list_type",) for op in ("PartitionedCall", "StatefulPartitionedCall", "If",
+                                              "StatelessIf", "While", "StatelessWhile")
+       for attr in ("Tin", "Tout", "T")},
+}
+# Attributes without which a node of these op types means nothing.
+REQUIRED_ATTRS: Dict[str, Tuple[str, ...]] = {"Const": ("value",), "Placeholder": ("dtype",)}
+_KIND_TEXT = {"type": "a dtype", "list_type": "a list of dtypes", "shape": "a shape",
+              "func": "a function", "string": "a string", "int": "an int", "float": "a float",
+              "bool": "a bool", "tensor": "a tensor", "list_shape": "a list of shapes",
+              "list_int": "a list of ints", "placeholder": "a placeholder", "none": "no value"}
+
+
+def _check_kind(node: "TfNode", key: str, kind: str, value: Any) -> None:
+    expected = OP_ATTR_KINDS.get((node.op_type, key)) or ATTR_KINDS.get(key)
+    if expected is None or kind in expected:
+        return
+    if kind.startswith("list_") and value == [] and any(e.startswith("list_") for e in expected):
+        return
+    wanted = " or ".join(_KIND_TEXT.get(e, e) for e in expected)
+    raise ConversionError(f"attribute '{key}' holds {_KIND_TEXT.get(kind, kind)}; it must be "
+                          f"{wanted}", node=node.name, op_type=node.op_type)
 
 
 class TfNode:
@@ -46,14 +87,24 @@ class TfNode:
 
     @property
     def attrs(self) -> Dict[str, Any]:
-        """All attributes, decoded (TF strings as str, dtypes as IR dtype names)."""
+        """All attributes, decoded (TF strings as str, dtypes as IR dtype names). A value
+        that does not decode, or whose kind is not the one TF gives an attribute of its name
+        (ATTR_KINDS), or a missing REQUIRED_ATTRS one, is a ConversionError naming the node
+        and the attribute."""
         if self._attrs is None:
+            for key in REQUIRED_ATTRS.get(self.op_type, ()):
+                if key not in self._def.attr:
+                    raise ConversionError(f"attribute '{key}' is missing", node=self.name,
+                                          op_type=self.op_type)
             attrs = {}
             for key in sorted(self._def.attr):
                 try:
-                    self._kinds[key], attrs[key] = decode_attr(self._def.attr[key])
+                    kind, value = decode_attr(self._def.attr[key])
                 except ConversionError as exc:
-                    raise exc.located(node=self.name, op_type=self.op_type)
+                    raise ConversionError(f"attribute '{key}': {exc.message}", node=self.name,
+                                          op_type=self.op_type) from None
+                _check_kind(self, key, kind, value)
+                self._kinds[key], attrs[key] = kind, value
             self._attrs = attrs
         return self._attrs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import List, Optional, Sequence, Tuple
 
 from google.protobuf import message, text_format
@@ -11,16 +12,31 @@ from tf2ir.ir.errors import ConversionError
 from tf2ir.parser.graph_view import graph_def_class
 
 
-def load_graph_def(path: str):
-    """Read a frozen `.pb` (binary) or `.pbtxt` (text) GraphDef."""
+def open_model_file(path: str) -> int:
+    """A file descriptor of model file `path`, opened without blocking and refused unless it
+    is a regular file: a FIFO would block the read forever, a device (/dev/zero) never end."""
     if not os.path.exists(path):
         raise ConversionError("file does not exist", model=path)
     if os.path.isdir(path):
         raise ConversionError("is a directory; give a frozen .pb or .pbtxt (SavedModel "
                               "directories go through load_model)", model=path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ConversionError(f"cannot read file: {exc.strerror}", model=path) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConversionError("is not a regular file (a FIFO, socket or device); give a model "
+                              "file", model=path)
+    return fd
+
+
+def load_graph_def(path: str):
+    """Read a frozen `.pb` (binary) or `.pbtxt` (text) GraphDef."""
+    fd = open_model_file(path)
     graph_def = graph_def_class()()
     try:
-        with open(path, "rb") as f:
+        with open(fd, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise ConversionError(f"cannot read file: {exc.strerror}", model=path) from None
@@ -53,6 +69,7 @@ def load_model(path: str, signature: Optional[str] = None, tags: Optional[Sequen
             frozen.DEFAULT_TAGS if tags is None else tags)
         return graph_def, outputs
     if frozen.is_keras_file(path):
+        os.close(open_model_file(path))   # TensorFlow would block on a FIFO
         graph_def, _, outputs = frozen.freeze_keras_file(path)
         return graph_def, outputs
     return load_graph_def(path), None

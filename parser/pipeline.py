@@ -16,6 +16,7 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.graph import Graph
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.tensor import Shape, TensorDesc
+from tf2ir.parser.attrs import tensor_limit
 from tf2ir.parser.convert import ConversionReport, Converter, output_tensors
 from tf2ir.parser.functions import inline_functions
 from tf2ir.parser.graph_view import TfGraph, split_tensor_name
@@ -33,6 +34,9 @@ class Options:
     signature: Optional[str] = None          # SavedModel signature
     tags: Optional[Sequence[str]] = None     # SavedModel tags
     check_passes: bool = False               # check the graph after every pass
+    # the most bytes a constant may expand to when it is decoded (TF "splat" constants: a
+    # value repeated to fill its shape); None: DEFAULT_MAX_TENSOR_BYTES (1 GiB)
+    max_tensor_bytes: Optional[int] = None
 
 
 @dataclass
@@ -75,16 +79,20 @@ class Pipeline:
     def front(self, graph_def, model: str, outputs: Optional[Sequence[str]] = None) -> Front:
         """Graph view, function inlining and scope fusion; the outputs and the nodes kept."""
         outputs = list(outputs or self.options.outputs or [])
-        tf_graph = TfGraph(graph_def, model)
-        inline_functions(tf_graph, self)
-        tf_nodes = len(tf_graph.nodes)
-        start = time.perf_counter()
-        fusions = apply_scope_fusion(tf_graph, self.manager, self.options.fusion, outputs,
-                                     self.options.check_passes)
-        fusion_time = time.perf_counter() - start
-        tensors = output_tensors(tf_graph, outputs)
-        self._check_input_names(tf_graph)
-        kept = tf_graph.upstream(sorted({n for n, _ in tensors}, key=list(tf_graph.nodes).index))
+        try:
+            with tensor_limit(self.options.max_tensor_bytes):
+                tf_graph = TfGraph(graph_def, model)
+                inline_functions(tf_graph, self)
+                tf_nodes = len(tf_graph.nodes)
+                start = time.perf_counter()
+                fusions = apply_scope_fusion(tf_graph, self.manager, self.options.fusion,
+                                             outputs, self.options.check_passes)
+                fusion_time = time.perf_counter() - start
+                tensors = output_tensors(tf_graph, outputs)
+                self._check_input_names(tf_graph)
+                kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
+        except ConversionError as exc:
+            raise exc.located(model=model)
         return Front(tf_graph, tensors, kept, tf_nodes, fusions, fusion_time)
 
     def map(self, front: Front, arguments: Optional[Sequence[Tuple[str, TensorDesc]]] = None,
@@ -95,7 +103,9 @@ class Pipeline:
         converter.report.tf_nodes = front.tf_nodes
         converter.report.fusions = front.fusions
         converter.report.phases["fusion"] = front.fusion_time
-        graph = converter.run(front.outputs, front.kept)
+        with tensor_limit(self.options.max_tensor_bytes):
+            graph = converter.run(front.outputs, front.kept)
+        graph.provenance.update(converter.report.node_plugins)   # errors after mapping name them
         return graph, converter.report
 
     # -- whole conversions -----------------------------------------------------------------
@@ -121,12 +131,14 @@ class Pipeline:
         """A function body's graph view → its IR graph, whose inputs are `arguments` (the
         body's argument placeholders, in order) and outputs the `outputs` nodes. The same
         stages as a model, with the plugins of this pipeline; no fusion switches apply."""
-        inline_functions(tf_graph, self)
-        apply_scope_fusion(tf_graph, self.manager, None, outputs, self.options.check_passes)
-        tensors = output_tensors(tf_graph, outputs)
-        kept = tf_graph.upstream(sorted({n for n, _ in tensors}, key=list(tf_graph.nodes).index))
+        with tensor_limit(self.options.max_tensor_bytes):
+            inline_functions(tf_graph, self)
+            apply_scope_fusion(tf_graph, self.manager, None, outputs, self.options.check_passes)
+            tensors = output_tensors(tf_graph, outputs)
+            kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
         front = Front(tf_graph, tensors, kept, len(tf_graph.nodes), {})
-        body = Pipeline(self.manager, Options(check_passes=self.options.check_passes))
+        body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
+                                              max_tensor_bytes=self.options.max_tensor_bytes))
         graph, _ = body.map(front, arguments)
         return graph
 
@@ -145,6 +157,12 @@ class Pipeline:
                                       exit_code=ExitStatus.USAGE)
 
 
+def _in_graph_order(tf_graph: TfGraph, tensors: Sequence[Tuple[str, int]]) -> List[str]:
+    """The nodes of `tensors`, each once, in the graph's node order (linear in the graph)."""
+    names = {name for name, _ in tensors}
+    return [name for name in tf_graph.nodes if name in names]
+
+
 def parse_input_shapes(specs: Sequence[str]) -> Dict[str, Shape]:
     """['input:1,224,224,3', 'mask:?,16'] → {'input': (1, 224, 224, 3), 'mask': (None, 16)}."""
     shapes: Dict[str, Shape] = {}
@@ -161,21 +179,28 @@ def parse_input_shapes(specs: Sequence[str]) -> Dict[str, Shape]:
             except ValueError:
                 raise ConversionError(f"bad --inputs dimensions in {item!r}",
                                       exit_code=ExitStatus.USAGE) from None
+            if any(d is not None and not 0 <= d < 1 << 63 for d in shape):
+                raise ConversionError(f"bad --inputs dimensions in {item!r}; each is a size "
+                                      "from 0 to 2^63-1, or ? or -1 for unknown",
+                                      exit_code=ExitStatus.USAGE)
             shapes[split_tensor_name(name)[0]] = shape
     return shapes
 
 
 def convert_graph_def(graph_def, model: str, manager=None, input_shapes=None, outputs=None,
-                      fusion: Switches = None) -> Tuple[Graph, ConversionReport]:
+                      fusion: Switches = None, max_tensor_bytes: Optional[int] = None,
+                      ) -> Tuple[Graph, ConversionReport]:
     """GraphDef → verified IR graph and report, through a Pipeline with these options."""
-    options = Options(input_shapes=dict(input_shapes or {}), outputs=outputs, fusion=fusion)
+    options = Options(input_shapes=dict(input_shapes or {}), outputs=outputs, fusion=fusion,
+                      max_tensor_bytes=max_tensor_bytes)
     return Pipeline(manager, options).convert_graph_def(graph_def, model)
 
 
 def convert_file(path: str, manager=None, input_shapes=None, outputs=None,
                  fusion: Switches = None, signature: Optional[str] = None,
-                 tags: Optional[Sequence[str]] = None) -> Tuple[Graph, ConversionReport]:
+                 tags: Optional[Sequence[str]] = None, max_tensor_bytes: Optional[int] = None,
+                 ) -> Tuple[Graph, ConversionReport]:
     """A model file → verified IR graph and report, through a Pipeline with these options."""
     options = Options(input_shapes=dict(input_shapes or {}), outputs=outputs, fusion=fusion,
-                      signature=signature, tags=tags)
+                      signature=signature, tags=tags, max_tensor_bytes=max_tensor_bytes)
     return Pipeline(manager, options).convert_file(path)

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 from tensorboard.compat.proto import node_def_pb2
 
-from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.passes.manager import PassManager, Switches
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
@@ -196,6 +196,9 @@ class _PassRun:
             raise exc.located(node=where, plugin=fusion_pass.plugin)
         except Exception as exc:
             raise self._error(f"failed: {type(exc).__name__}: {exc}", where) from exc
+        except PLUGIN_EXITS as exc:
+            raise plugin_exit(exc, f"fusion pass {fusion_pass.name}", node=where,
+                              plugin=fusion_pass.plugin) from exc
         if result is not None and not isinstance(result, FusionResult):
             raise self._error(f"returned {type(result).__name__}, expected a FusionResult", where)
         if result is not None and not result.type and not result.inner_nodes:

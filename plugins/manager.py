@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Protocol, Type
 
 import pluggy
 
-from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
 from tf2ir.ir.prototype import REGISTRY, OpPrototype
 from tf2ir.plugins import builtin, spec
 from tf2ir.ir.passes.manager import order_passes
@@ -96,6 +96,9 @@ class PluginManager:
             except Exception as exc:  # a broken third-party package must be named
                 raise ConversionError(f"cannot load plugin entry point '{ep.value}': "
                                       f"{type(exc).__name__}: {exc}", plugin=ep.name) from exc
+            except PLUGIN_EXITS as exc:
+                raise plugin_exit(exc, f"entry point '{ep.value}'",
+                                  plugin=ep.name) from exc
             self.pm.register(plugin, name=ep.name)
             dist = getattr(ep, "dist", None)
             if dist is not None:
@@ -126,6 +129,8 @@ class PluginManager:
             except Exception as exc:
                 raise ConversionError(f"cannot load plugin file: {type(exc).__name__}: {exc}",
                                       plugin=file) from exc
+            except PLUGIN_EXITS as exc:   # at import time
+                raise plugin_exit(exc, "the plugin file", plugin=file) from exc
             self.pm.register(module, name=file)
 
     # -- registry --------------------------------------------------------------------
@@ -142,6 +147,8 @@ class PluginManager:
             except Exception as exc:
                 raise ConversionError(f"{hook_name} failed: {type(exc).__name__}: {exc}",
                                       plugin=impl.plugin_name) from exc
+            except PLUGIN_EXITS as exc:
+                raise plugin_exit(exc, hook_name, plugin=impl.plugin_name) from exc
             for item in items:
                 if not isinstance(item, expected):
                     raise ConversionError(f"{hook_name} returned {type(item).__name__}, "

@@ -19,6 +19,11 @@ from tf2ir.ir.prototype import OpPrototype, check_attr_value, get_prototype, has
 from tf2ir.plugins.tfnode import TfNode
 
 
+# The most ports a dynamic group may expand to (Split's num_split, Unpack's num, ...): a
+# corrupt count must not make millions of IR values.
+MAX_DYNAMIC_PORTS = 1 << 16
+
+
 class IrOp:
     """The IR node a plugin fills in: attributes, inputs (editable), formats, output count."""
 
@@ -109,6 +114,9 @@ def auto_mapping_dynamic(src: TfNode, op: IrOp, infos: Sequence[DynamicInputOutp
         if not isinstance(count, int):
             raise ConversionError(f"dynamic {info.port_type} '{info.port_name}' needs integer "
                                   f"attribute '{info.attr_name}', got {count!r}")
+        if not 0 <= count <= MAX_DYNAMIC_PORTS:
+            raise ConversionError(f"attribute '{info.attr_name}' = {count}: a dynamic "
+                                  f"{info.port_type} group takes 0 to {MAX_DYNAMIC_PORTS} ports")
         ports = [] if proto is None else proto.inputs if info.port_type == "input" else proto.outputs
         spec = next((p for p in ports if p.name == info.port_name and p.kind == "dynamic"), None)
         if spec is None:

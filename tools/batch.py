@@ -4,12 +4,11 @@ summary table, a JSON report and a JUnit file."""
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
 import functools
 import hashlib
 import json
-import multiprocessing
 import os
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,6 +22,7 @@ EXIT_USAGE, EXIT_UNSUPPORTED = ExitStatus.USAGE, ExitStatus.UNSUPPORTED
 MODEL_SUFFIXES = (".pb", ".pbtxt")
 SIDECAR_SUFFIX = ".tf2ir.json"
 STATUSES = ("ok", "skipped", "failed", "unsupported")
+DEFAULT_TIMEOUT = 600.0       # seconds per model (--timeout)
 
 EPILOG = """INPUT is a directory (every .pb/.pbtxt in it, sorted by name) or a manifest file
 (.json; .yaml/.yml when PyYAML is installed): a list of models, or {"models": [...]}, each
@@ -32,6 +32,12 @@ a path string or {"path": "a.pb", "inputs": ["input:1,224,224,3"], "outputs": ["
 
 A model whose output exists is skipped when its sidecar OUT.onnx.tf2ir.json records the same
 input bytes (sha256), options and tf2ir version; --force converts it anyway.
+
+A model that takes longer than --timeout seconds fails (its worker is stopped) and the others
+go on. An output or sidecar that is one of the models or the manifest, or exists and is not
+a regular file, is refused before any work (exit 2). On SIGINT, SIGTERM or SIGHUP the workers
+are stopped and their temporary files removed (exit 130, 143, 129); workers never outlive
+this process.
 
 exit status:
   0  every model converted or was skipped as unchanged
@@ -50,6 +56,7 @@ class Job:
     inputs: List[str] = field(default_factory=list)
     outputs: List[str] = field(default_factory=list)
     fusion: List[str] = field(default_factory=list)
+    max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
 
 
 @dataclass
@@ -77,6 +84,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="convert only slice I of N of the sorted model list; I is 1-based "
                              "(1/4 .. 4/4), the slices are contiguous and together cover every model")
     parser.add_argument("--force", action="store_true", help="convert unchanged models too")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="stop a model's conversion after S seconds: it fails, the others "
+                             f"go on (default {DEFAULT_TIMEOUT:g}; 0: no limit)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar and no table; failures still go to stderr")
     parser.add_argument("--report", metavar="FILE.json", help="write a JSON report")
@@ -111,8 +121,20 @@ def jobs_from_directory(directory: str, out_dir: str, defaults: Dict[str, List[s
 
 
 def _load_manifest(path: str):
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise ConversionError(f"the manifest is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                              f"at offset {exc.start})", model=path, exit_code=EXIT_USAGE) from None
+    try:
+        return _parse_manifest(path, text)
+    except RecursionError:
+        raise ConversionError("the manifest is nested too deeply", model=path,
+                              exit_code=EXIT_USAGE) from None
+
+
+def _parse_manifest(path: str, text: str):
     if path.endswith((".yaml", ".yml")):
         try:
             import yaml
@@ -203,10 +225,10 @@ def _read_sidecar(path: str) -> Optional[dict]:
 
 
 def _write_sidecar(path: str, record: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
 
 
 @functools.lru_cache(maxsize=4)
@@ -229,13 +251,17 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
     try:
         if not os.path.exists(job.model):
             raise ConversionError("the model file does not exist", model=job.model)
+        if not stat.S_ISREG(os.stat(job.model).st_mode):   # a FIFO blocks, /dev/zero never ends
+            raise ConversionError("is not a regular file (a directory, FIFO or device)",
+                                  model=job.model)
         fingerprint = _fingerprint(job, plugin_dirs)
         if not force and os.path.exists(job.output) and _read_sidecar(sidecar) == fingerprint:
             return result("skipped", "unchanged")
         if os.path.exists(sidecar):
             os.remove(sidecar)   # the output no longer matches what it records
         options = Options(input_shapes=parse_input_shapes(job.inputs),
-                          outputs=job.outputs or None, fusion=job.fusion or None)
+                          outputs=job.outputs or None, fusion=job.fusion or None,
+                          max_tensor_bytes=job.max_tensor_bytes)
         pipeline = Pipeline(_plugin_manager(tuple(plugin_dirs)), options)
         graph, _ = pipeline.convert_file(job.model)
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
@@ -248,7 +274,8 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         return result("failed", f"cannot access{where}: {exc.strerror or exc}", EXIT_FAILED)
-    except Exception as exc:  # a bug in tf2ir: this model fails, the others go on
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        # a bug in tf2ir (or plugin code that ends the process): this model fails, the others go on
         return result("failed", _one_line(f"internal error: {type(exc).__name__}: {exc}"), EXIT_FAILED)
 
 
@@ -257,50 +284,37 @@ def _one_line(text: str) -> str:
 
 
 # -- the pool ----------------------------------------------------------------------------
-def _pool_context():
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
-def _run_pool(jobs: Sequence[Job], workers: int, plugin_dirs, force,
-              on_done) -> Tuple[Dict[int, Result], List[int]]:
-    """Run jobs in a process pool; return the results by job index and the indexes whose
-    worker pool broke (a worker died) before they finished."""
-    results, broken = {}, []
-    with futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        pending = {pool.submit(convert_one, job, tuple(plugin_dirs), force): i
-                   for i, job in enumerate(jobs)}
-        for future in futures.as_completed(pending):
-            index = pending[future]
-            try:
-                results[index] = future.result()
-            except futures.process.BrokenProcessPool:
-                broken.append(index)
-                continue
-            except Exception as exc:   # e.g. a result that could not be sent back
-                job = jobs[index]
-                results[index] = Result(job.name, job.model, job.output, "failed", 0.0,
-                                        _one_line(f"worker error: {type(exc).__name__}: {exc}"),
-                                        EXIT_FAILED)
-            on_done(results[index])
-    return results, sorted(broken)
+def _warm_up() -> None:
+    """A worker's imports, before it takes a model (not counted against --timeout)."""
+    import tf2ir.ir.onnx.compile  # noqa: F401
+    import tf2ir.parser.pipeline  # noqa: F401
 
 
 def convert_all(jobs: Sequence[Job], workers: int, plugin_dirs=(), force=False,
-                on_done=lambda result: None) -> List[Result]:
-    """Convert every job in parallel. When a worker dies, every job that was in flight is
-    rerun alone, so only the model that kills its worker is reported as crashed."""
-    if not jobs:
-        return []
-    results, broken = _run_pool(jobs, max(1, min(workers, len(jobs))), plugin_dirs, force, on_done)
-    for index in broken:
-        alone, crashed = _run_pool([jobs[index]], 1, plugin_dirs, force, on_done)
-        if crashed:
-            job = jobs[index]
-            alone = {0: Result(job.name, job.model, job.output, "failed", 0.0,
-                               "the worker process converting this model crashed", EXIT_FAILED)}
-            on_done(alone[0])
-        results[index] = alone[0]
+                on_done=lambda result: None, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                ) -> List[Result]:
+    """Convert every job in worker processes (tools/workers.py), one model per worker at a
+    time: a model that kills its worker or runs past `timeout` seconds fails alone."""
+    from tf2ir.tools import workers as pool
+
+    results: Dict[int, Result] = {}
+
+    def on_outcome(index: int, outcome) -> None:
+        job = jobs[index]
+        if outcome.status == "done":
+            result = outcome.value
+        else:
+            message = {"crashed": "the worker process converting this model crashed",
+                       "timeout": f"timed out after {timeout:g} s (--timeout); its worker "
+                                  "was stopped",
+                       }.get(outcome.status, _one_line(f"worker error: {outcome.value}"))
+            result = Result(job.name, job.model, job.output, "failed", outcome.seconds,
+                            message, EXIT_FAILED)
+        results[index] = result
+        on_done(result)
+
+    tasks = [(job, tuple(plugin_dirs), force) for job in jobs]
+    pool.run(convert_one, tasks, workers, timeout or None, on_outcome, _warm_up)
     return [results[i] for i in range(len(jobs))]
 
 
@@ -346,10 +360,37 @@ def write_junit(path: str, results: Sequence[Result], seconds: float) -> None:
 
 
 def _atomic_write(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def _refuse_outputs(jobs: Sequence[Job], args) -> None:
+    """Before any work: no output, sidecar, report or JUnit file may be one of the models or
+    the manifest, or exist and not be a regular file (exit 2). Missing directories are
+    made later."""
+    from tf2ir.ir.atomic import check_output_path
+    inputs = [job.model for job in jobs] + ([args.input] if os.path.isfile(args.input) else [])
+    by_key: Dict[object, str] = {}     # realpath and (device, inode) → input: linear, not N²
+    for path in inputs:
+        by_key.setdefault(os.path.realpath(path), path)
+        identity = _identity(path)
+        if identity is not None:
+            by_key.setdefault(identity, path)
+    outputs = [path for job in jobs for path in (job.output, job.output + SIDECAR_SUFFIX)]
+    for output in outputs + [p for p in (args.report, args.junit) if p]:
+        if os.path.isdir(os.path.dirname(os.path.abspath(output))):
+            same = [by_key[k] for k in (os.path.realpath(output), _identity(output)) if k in by_key]
+            check_output_path(output, same)
+
+
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def batch_exit_status(results: Sequence[Result]) -> int:
@@ -364,6 +405,9 @@ def run(args) -> int:
 
     if args.jobs < 1:
         raise ConversionError(f"bad -j {args.jobs}; expected at least 1", exit_code=EXIT_USAGE)
+    if not args.timeout >= 0:
+        raise ConversionError(f"bad --timeout {args.timeout:g}; expected seconds (0: no limit)",
+                              exit_code=EXIT_USAGE)
     pipeline_from_args(args)     # bad default options are a usage error, before any work
     defaults = {"inputs": list(args.inputs), "outputs": _split_list(args.outputs),
                 "fusion": list(args.fusion)}
@@ -374,6 +418,9 @@ def run(args) -> int:
                                   exit_code=EXIT_USAGE)
     elif os.path.isfile(args.input):
         jobs = jobs_from_manifest(args.input, args.out_dir, defaults)
+    elif os.path.exists(args.input):
+        raise ConversionError("is neither a directory nor a regular file (a manifest)",
+                              model=args.input, exit_code=EXIT_USAGE)
     else:
         raise ConversionError("the input does not exist (expected a directory or a manifest)",
                               model=args.input)
@@ -383,6 +430,9 @@ def run(args) -> int:
         if other != job.name:
             raise ConversionError(f"models {other!r} and {job.name!r} would both write {job.output}; "
                                   "name their outputs in a manifest", exit_code=EXIT_USAGE)
+    _refuse_outputs(jobs, args)
+    for job in jobs:
+        job.max_tensor_bytes = args.max_tensor_bytes
     if args.shard:
         jobs = shard_jobs(jobs, *parse_shard(args.shard))
     os.makedirs(args.out_dir, exist_ok=True)
@@ -391,7 +441,9 @@ def run(args) -> int:
     from tf2ir.tools.progress import ProgressBar, wanted
     bar = ProgressBar(len(jobs), enabled=wanted(args.quiet))
     try:
-        results = convert_all(jobs, args.jobs, args.plugin_dir, args.force, lambda r: bar.update(r.name, r.status in ("failed", "unsupported")))
+        results = convert_all(jobs, args.jobs, args.plugin_dir, args.force,
+                              lambda r: bar.update(r.name, r.status in ("failed", "unsupported")),
+                              args.timeout)
     finally:
         bar.close()
     seconds = time.perf_counter() - start

@@ -1,6 +1,8 @@
 """Benchmark: converts frozen models with the `tf2ir` command line, each as a whole child
-process, and prints per model the wall time, peak memory and node counts; then the latency
-of the converted models in onnxruntime (and of TensorFlow running the frozen graph).
+process, and prints per model the wall time (and, as "checker s", the part of it that
+onnx.checker's full check of the written model takes), peak memory and node counts; then
+the latency of the converted models in onnxruntime (and of TensorFlow running the frozen
+graph).
 
     python -m tf2ir.tools.bench                       # every keras.applications model (hours)
     python -m tf2ir.tools.bench ResNet50 MobileNetV2 EfficientNetB0
@@ -8,6 +10,7 @@ of the converted models in onnxruntime (and of TensorFlow running the frozen gra
     python -m tf2ir.tools.bench path/to/frozen.pb
     python -m tf2ir.tools.bench ResNet50 --passes off:all     # tf2ir without its ONNX passes
     python -m tf2ir.tools.bench --generate 100000 --no-latency  # a generated 100,000-node graph
+    python -m tf2ir.tools.bench --generate chain:20000 --generate wide:200000 --no-latency
 
 Models named by keras.applications name are frozen once (weights=None) into --model-dir.
 If tf2onnx is importable (e.g. PYTHONPATH=/tmp/t2o-site), it converts the same frozen graphs
@@ -45,6 +48,7 @@ class Row:
     # latency in ms: {"tf2ir": {"1": ms, "all": ms}, "tf2onnx": {...}, "tf": {...}}
     latency: Dict[str, Dict[str, float]] = field(default_factory=dict)
     max_error: Optional[float] = None     # tf2ir's output against TensorFlow's
+    checker_s: Optional[float] = None     # onnx.checker's full check of the written model
 
 
 def best_of(cmd: List[str], repeat: int) -> Measure:
@@ -67,23 +71,30 @@ def ensure_frozen(name: str, model_dir: str) -> Tuple[str, List[str]]:
 
 
 _COUNT_SCRIPT = """
-import json, os, sys
+import json, os, sys, time
 import onnx
 from tf2ir.parser.pipeline import convert_file
 from tf2ir.parser.load import load_graph_def
 pb, out = sys.argv[1:]
 graph, _ = convert_file(pb)
 onnx_nodes = len(onnx.load(out, load_external_data=False).graph.node) if os.path.exists(out) else 0
-print(json.dumps([len(load_graph_def(pb).node), len(graph.nodes), onnx_nodes]))
+checks = []
+for _ in range(3):   # what convert spends in onnx.checker before its rename (the median of 3)
+    start = time.perf_counter()
+    onnx.checker.check_model(out, full_check=True)
+    checks.append(time.perf_counter() - start)
+print(json.dumps([len(load_graph_def(pb).node), len(graph.nodes), onnx_nodes, sorted(checks)[1]]))
 """
 
 
-def node_counts(pb: str, onnx_path: str) -> Tuple[int, int, int]:
-    """TF, IR and ONNX node counts, computed in a child process: a fork of a large parent
-    would inherit its peak RSS and spoil the next measurement."""
+def node_counts(pb: str, onnx_path: str) -> Tuple[int, int, int, float]:
+    """TF, IR and ONNX node counts and the seconds onnx.checker's full check of the model
+    takes (part of the conversion time), computed in a child process: a fork of a large
+    parent would inherit its peak RSS and spoil the next measurement."""
     result = subprocess.run([sys.executable, "-c", _COUNT_SCRIPT, pb, onnx_path],
                             capture_output=True, text=True, check=True)
-    return tuple(json.loads(result.stdout))
+    tf_nodes, ir_nodes, onnx_nodes, checker_s = json.loads(result.stdout)
+    return tf_nodes, ir_nodes, onnx_nodes, checker_s
 
 
 def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool,
@@ -94,8 +105,9 @@ def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool
     switches = [f"--passes={p}" for p in passes]
     ours = best_of([sys.executable, "-m", "tf2ir.tools.cli", "convert", pb, "-o", out] + switches,
                    repeat)
-    tf_nodes, ir_nodes, onnx_nodes = node_counts(pb, out) if ours.ok else (0, 0, 0)
-    row = Row(label, os.path.getsize(pb) / 1e6, tf_nodes, ir_nodes, onnx_nodes, ours)
+    tf_nodes, ir_nodes, onnx_nodes, checker_s = node_counts(pb, out) if ours.ok else (0, 0, 0, None)
+    row = Row(label, os.path.getsize(pb) / 1e6, tf_nodes, ir_nodes, onnx_nodes, ours,
+              checker_s=checker_s)
     peer_out = os.path.join(out_dir, f"{label}.tf2onnx.onnx")
     if peer and outputs:
         row.peer = best_of([sys.executable, "-m", "tf2onnx.convert", "--graphdef", pb,
@@ -277,15 +289,73 @@ def generate_ladder(path: str, nodes: int, width: int = 16, seed: int = 0) -> st
         act = add(f"rung{i}/act", "Relu" if i % 2 else "Tanh", [a])
         h = add(f"rung{i}/residual", "AddV2", [act, h])
     add("Identity", "Identity", [h])
-    with open(path + ".tmp", "wb") as f:
-        f.write(graph.SerializeToString())
-    os.replace(path + ".tmp", path)
+    return _write_graph(path, graph)
+
+
+def _write_graph(path: str, graph) -> str:
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(graph.SerializeToString())
     return path
+
+
+def generate_chain(path: str, nodes: int) -> str:
+    """A frozen GraphDef of a constant chain: c, AddV2(c, c), AddV2(that, c), ... `nodes`
+    deep, added to an input at the end. Every link folds: constant folding must stay linear."""
+    from tensorboard.compat.proto import graph_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+    graph = graph_pb2.GraphDef()
+    x = graph.node.add(name="input", op="Placeholder")
+    x.attr["dtype"].type = types_pb2.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=4)
+    c = graph.node.add(name="c", op="Const")
+    c.attr["dtype"].type = types_pb2.DT_FLOAT
+    c.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(
+        dtype=types_pb2.DT_FLOAT, float_val=[1, 2, 3, 4],
+        tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=4)])))
+    previous = "c"
+    for i in range(nodes):
+        link = graph.node.add(name=f"link{i}", op="AddV2", input=[previous, "c"])
+        link.attr["T"].type = types_pb2.DT_FLOAT
+        previous = link.name
+    out = graph.node.add(name="Identity", op="AddV2", input=["input", previous])
+    out.attr["T"].type = types_pb2.DT_FLOAT
+    return _write_graph(path, graph)
+
+
+def generate_wide(path: str, nodes: int) -> str:
+    """A frozen GraphDef of `nodes` nodes with `nodes`/2 outputs: an input, then per output
+    AddV2(input, input) -> Relu, every Relu a sink. Pruning and output handling must stay
+    linear."""
+    from tensorboard.compat.proto import graph_pb2, types_pb2
+    graph = graph_pb2.GraphDef()
+    x = graph.node.add(name="input", op="Placeholder")
+    x.attr["dtype"].type = types_pb2.DT_FLOAT
+    x.attr["shape"].shape.dim.add(size=-1)
+    for i in range(nodes // 2):
+        add = graph.node.add(name=f"add{i}", op="AddV2", input=["input", "input"])
+        add.attr["T"].type = types_pb2.DT_FLOAT
+        relu = graph.node.add(name=f"out{i}", op="Relu", input=[add.name])
+        relu.attr["T"].type = types_pb2.DT_FLOAT
+    return _write_graph(path, graph)
+
+
+GENERATORS = {"ladder": generate_ladder, "chain": generate_chain, "wide": generate_wide}
+
+
+def parse_generate(spec: str) -> Tuple[str, int]:
+    """'20000' (a ladder), 'chain:20000', 'wide:200000' → (kind, nodes)."""
+    kind, _, nodes = spec.rpartition(":")
+    kind = kind or "ladder"
+    if kind not in GENERATORS or not nodes.isdigit():
+        raise argparse.ArgumentTypeError(f"bad --generate {spec!r}: NODES or KIND:NODES with "
+                                         f"KIND one of {', '.join(GENERATORS)}")
+    return kind, int(nodes)
 
 
 def print_table(rows: List[Row]) -> None:
     head = (f"{'model':<16} {'pb MB':>7} {'TF nodes':>8} {'IR nodes':>8} {'ONNX nodes':>10} "
-            f"{'convert s':>9} {'peak MB':>8} {'peak/pb':>7}")
+            f"{'convert s':>9} {'checker s':>9} {'peak MB':>8} {'peak/pb':>7}")
     has_peer = any(r.peer for r in rows)
     if has_peer:
         head += f" {'tf2onnx s':>9} {'tf2onnx MB':>10} {'speed-up':>8}"
@@ -296,7 +366,8 @@ def print_table(rows: List[Row]) -> None:
             print(f"{r.model:<16} {r.pb_mb:>7.1f}  FAILED: {m.error}")
             continue
         line = (f"{r.model:<16} {r.pb_mb:>7.1f} {r.tf_nodes:>8} {r.ir_nodes:>8} {r.onnx_nodes:>10} "
-                f"{m.seconds:>9.2f} {m.peak_mb:>8.0f} {m.peak_mb / r.pb_mb:>7.2f}")
+                f"{m.seconds:>9.2f} {r.checker_s or 0:>9.2f} {m.peak_mb:>8.0f} "
+                f"{m.peak_mb / r.pb_mb:>7.2f}")
         if r.peer:
             p = r.peer
             line += (f" {p.seconds:>9.2f} {p.peak_mb:>10.0f} {p.seconds / m.seconds:>7.1f}x"
@@ -326,9 +397,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="measure conversion only, not the converted models' latency")
     parser.add_argument("--passes", action="append", default=[], metavar="on:NAME,off:NAME",
                         help="passed to `tf2ir convert --passes` (e.g. off:all for a baseline)")
-    parser.add_argument("--generate", type=int, metavar="NODES", action="append", default=[],
-                        help="also bench a generated frozen graph of about NODES nodes (a ladder "
-                             "of small MatMuls and elementwise ops); repeatable")
+    parser.add_argument("--generate", type=parse_generate, metavar="[KIND:]NODES", action="append",
+                        default=[],
+                        help="also bench a generated frozen graph of about NODES nodes: a ladder "
+                             "of small MatMuls and elementwise ops (the default KIND), chain (a "
+                             "constant chain that folds away) or wide (NODES/2 outputs); "
+                             "repeatable")
     args = parser.parse_args(argv)
     os.makedirs(args.model_dir, exist_ok=True)
     peer = not args.no_peer and importlib.util.find_spec("tf2onnx") is not None
@@ -337,15 +411,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not models and not args.generate:
         from tf2ir.tools.zoo import discover_models   # lists them in a child (imports keras)
         models = discover_models()
-    for nodes in args.generate:
-        path = os.path.join(args.model_dir, f"ladder{nodes}.pb")
+    generated_paths = []
+    for kind, nodes in args.generate:
+        path = os.path.join(args.model_dir, f"{kind}{nodes}.pb")
         if not os.path.exists(path):
-            generate_ladder(path, nodes)
+            GENERATORS[kind](path, nodes)
         models.append(path)
+        generated_paths.append(path)
     rows = []
     with tempfile.TemporaryDirectory() as out_dir:
         for name in models:
-            generated = name in [os.path.join(args.model_dir, f"ladder{n}.pb") for n in args.generate]
+            generated = name in generated_paths
             rows.append(bench_model(name, args.model_dir, out_dir, args.repeat,
                                     peer and not generated, args.passes, 0 if generated else runs))
     print_table(rows)

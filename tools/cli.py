@@ -1,25 +1,45 @@
-"""The `tf2ir` command line: convert, compile, check, plugins and more."""
+"""The `tf2ir` command line: convert, compile, check, plugins and more.
+
+Only the standard library's lightest modules are imported before `main` has installed the
+signal handlers (tools/signals.py): a SIGINT, SIGTERM or SIGHUP while the heavy modules load
+ends the run with one line, as at any later moment."""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
-import time
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-from tf2ir.ir.errors import ExitStatus
-from tf2ir.tools.options import (
-    EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_pass_options,
-    add_shape_options, passes_epilog, pipeline_from_args, plugin_manager,
-)
+from tf2ir.tools import signals
 
-log = logging.getLogger("tf2ir")
+if TYPE_CHECKING:
+    import argparse
+
+
+def _log():
+    import logging
+    return logging.getLogger("tf2ir")
+
+
+def _parser_class():
+    import argparse
+    from tf2ir.ir.errors import escape
+
+    class Parser(argparse.ArgumentParser):
+        """Usage errors in one line, with the hint to run --help (exit 2)."""
+
+        def error(self, message: str):
+            self.exit(2, f"tf2ir: error: {escape(message)}; for usage see '{self.prog} --help'\n")
+    return Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    import argparse
+    from tf2ir.tools.options import (
+        EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_pass_options,
+        add_shape_options, passes_epilog,
+    )
+    parser = _parser_class()(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -79,18 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _timed(phases, name):
+    import time
+
     class _Timer:
         def __enter__(self):
             self.start = time.perf_counter()
 
         def __exit__(self, *exc):
             phases[name] = time.perf_counter() - self.start
-            log.info("%-8s %.3f s", name, phases[name])
+            _log().info("%-8s %.3f s", name, phases[name])
     return _Timer()
 
 
 def cmd_convert(args) -> int:
+    from tf2ir.ir.text import weights_path
+    from tf2ir.tools.options import pipeline_from_args, plugin_manager, refuse_outputs
     emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
+    # Never overwrite an input, a device or a directory (before any work).
+    refuse_outputs([args.output, weights_path(args.output)] if emit == "ir" else [args.output],
+                   args)
     from tf2ir.tools.progress import PhaseLine, wanted
     phases = {}
     with _timed(phases, "plugins"):
@@ -101,7 +128,9 @@ def cmd_convert(args) -> int:
 
 
 def _convert(args, emit, pipeline, progress) -> int:
+    from tf2ir.ir.errors import ExitStatus
     from tf2ir.ir.text import save
+    log = _log()
 
     phases = {}
     progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
@@ -129,9 +158,12 @@ def _convert(args, emit, pipeline, progress) -> int:
 
 
 def cmd_compile(args) -> int:
+    from tf2ir.ir.errors import ExitStatus
     from tf2ir.ir.infer import infer_graph
     from tf2ir.ir.text import load
+    from tf2ir.tools.options import pipeline_from_args, refuse_outputs
 
+    refuse_outputs([args.output], args)   # the IR and its weights file are inputs
     phases = {}
     pipeline = pipeline_from_args(args)   # its plugins declare the IR's op prototypes
     with _timed(phases, "load"):
@@ -145,6 +177,8 @@ def cmd_compile(args) -> int:
 
 def cmd_plugins(args) -> int:
     import json
+    from tf2ir.ir.errors import ExitStatus
+    from tf2ir.tools.options import plugin_manager
     manager = plugin_manager(args)
     rows = []
     for origin in sorted(manager.registry):
@@ -176,6 +210,7 @@ def cmd_plugins(args) -> int:
 
 
 def cmd_new_plugin(args) -> int:
+    from tf2ir.ir.errors import ExitStatus
     from tf2ir.tools.scaffold import write_plugin_package
     root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op)
     print(f"wrote {root}: pip install {root} && tf2ir plugins | grep {args.origin_op}")
@@ -203,55 +238,84 @@ COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugi
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run the command line. SIGINT, SIGTERM and SIGHUP end it with one line and exit status
+    130, 143 or 129 from the first moment on (the temporaries being written are removed).
+    Called from Python with `argv`, it restores the signal handlers it found."""
+    previous = signals.install()
+    try:
+        try:
+            status = _main(argv)
+        except KeyboardInterrupt:   # Python's own SIGINT handler (no handlers installed here)
+            import signal
+            raise signals.Interrupted(signal.SIGINT) from None
+        late = signals.received()   # raised where it could not propagate (a __del__)
+        return signals.report(late) if late is not None else status
+    except signals.Interrupted as exc:
+        return signals.report(exc)
+    finally:
+        if argv is not None:
+            signals.restore(previous)
+
+
+def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # --help (0) or a usage error, printed in one line (2)
+        return exc.code if isinstance(exc.code, int) else 2
     quiet = getattr(args, "quiet", False)
     if quiet:
         import warnings
         warnings.simplefilter("ignore")
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import logging
     logging.basicConfig(level=logging.ERROR if quiet else
                         logging.INFO if args.verbose else logging.WARNING,
                         format="tf2ir: %(message)s", stream=sys.stderr)
-    from tf2ir.ir.errors import ConversionError
-    output = getattr(args, "output", None)
+    from tf2ir.ir.errors import ConversionError, ExitStatus, escape
     try:
         return COMMANDS[args.command](args)
     except ConversionError as exc:
-        if args.verbose:
-            import traceback
-            traceback.print_exc()
+        _traceback(args)
         print(f"tf2ir: error: {exc}", file=sys.stderr)
-        _remove_partial(output)
         return exc.exit_code
     except OSError as exc:
-        if args.verbose:
-            import traceback
-            traceback.print_exc()
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"tf2ir: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
-        _remove_partial(output)
+        _traceback(args)
+        where = f" {escape(exc.filename)}" if exc.filename else ""
+        print(f"tf2ir: error: cannot access{where}: {escape(exc.strerror or exc)}", file=sys.stderr)
         return ExitStatus.FAILED
-    except KeyboardInterrupt:
-        _remove_partial(output)
-        return ExitStatus.SIGINT
     except Exception as exc:  # a bug in tf2ir: still one line, the traceback with -v
-        if args.verbose:
-            import traceback
-            traceback.print_exc()
-        model = getattr(args, "model", None) or getattr(args, "ir", None)
-        print(f"tf2ir: error: internal error while handling {model}: {type(exc).__name__}: {exc} "
-              "(run with -v for the traceback)", file=sys.stderr)
-        _remove_partial(output)
+        _traceback(args)
+        print(f"tf2ir: error: internal error while handling {_subject(args)}: "
+              f"{type(exc).__name__}: {escape(exc)} (run with -v for the traceback)",
+              file=sys.stderr)
         return ExitStatus.FAILED
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # tf2ir's commands never raise these (its signal handlers raise Interrupted): code it
+        # ran, such as a plugin's function outside the places that name the plugin, did.
+        _traceback(args)
+        how = (f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit)
+               else "raised KeyboardInterrupt")
+        print(f"tf2ir: error: while handling {_subject(args)}, code tf2ir ran {escape(how)} "
+              "(a plugin?); run with -v for the traceback", file=sys.stderr)
+        return ExitStatus.FAILED
+    finally:
+        signals.clean_up()   # the writers remove their temporaries; this catches any left
 
 
-def _remove_partial(output: Optional[str]) -> None:
-    """Writers go through temp files; this only guards against anything left behind."""
-    if output:
-        for path in (output + ".tmp",):
-            if os.path.exists(path):
-                os.remove(path)
+def _subject(args) -> str:
+    """What the command was working on, for an error line."""
+    from tf2ir.ir.errors import escape
+    for key in ("model", "ir", "input", "name"):
+        if getattr(args, key, None):
+            return escape(getattr(args, key))
+    return args.command
+
+
+def _traceback(args) -> None:
+    if getattr(args, "verbose", False):
+        import traceback
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

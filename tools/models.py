@@ -48,10 +48,10 @@ def freeze_function(fn, input_spec, path: str) -> List[str]:
     concrete = tf.function(fn).get_concrete_function(*specs)
     frozen = convert_variables_to_constants_v2(concrete)
     graph_def = frozen.graph.as_graph_def()
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(graph_def.SerializeToString())
-    os.replace(tmp, path)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(graph_def.SerializeToString())
     return [t.name for t in frozen.outputs]
 
 

@@ -189,10 +189,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.write(text)
         return 0
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    tmp = args.output + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, args.output)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(args.output) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
     print(f"wrote {args.output}")
     return 0
 

@@ -4,7 +4,8 @@ turns its arguments into a conversion `Pipeline`."""
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional
+import os
+from typing import List, Optional, Sequence
 
 from tf2ir.ir.errors import EXIT_STATUS_TEXT, ExitStatus
 
@@ -38,6 +39,17 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
                              "repeatable")
     parser.add_argument("--outputs", default=None, metavar="T1,T2",
                         help="output tensors, comma-separated (default: the graph's sinks)")
+    parser.add_argument("--max-tensor-bytes", type=_byte_count, default=None, metavar="N",
+                        help="the most bytes a constant may expand to when the model stores it "
+                             "compactly (a splat or zero fill); default 1 GiB; suffixes K, M, G")
+
+
+def _byte_count(text: str) -> int:
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive byte count (e.g. 512M), got {text!r}")
+    return int(digits) * scale
 
 
 def add_fusion_option(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +98,41 @@ def conversion_options(args):
                    passes=getattr(args, "passes", None) or None,
                    signature=getattr(args, "signature", None),
                    tags=model_tags(args) if hasattr(args, "tag") else None,
-                   check_passes=bool(getattr(args, "check_passes", False)))
+                   check_passes=bool(getattr(args, "check_passes", False)),
+                   max_tensor_bytes=getattr(args, "max_tensor_bytes", None))
+
+
+def input_files(args) -> List[str]:
+    """Every file a command reads: the model (and each file of a SavedModel directory), the
+    IR and its weights file, --inputs-data files."""
+    files: List[str] = []
+    for path in (getattr(args, "model", None), getattr(args, "ir", None)):
+        if not path:
+            continue
+        files.append(path)
+        if os.path.isdir(path):
+            files += [os.path.join(folder, name) for folder, _, names in os.walk(path)
+                      for name in names]
+    if getattr(args, "ir", None):
+        from tf2ir.ir.text import weights_path
+        files.append(weights_path(args.ir))
+    for item in getattr(args, "inputs_data", None) or ():   # FILE.npz or NAME=FILE.npy
+        files.append(item.split("=", 1)[1] if "=" in item and not os.path.exists(item) else item)
+    return files
+
+
+def refuse_outputs(outputs: Sequence[str], args) -> None:
+    """Refuse, before any work, an output that is one of the command's input files, or
+    that exists and is not a regular file (a device such as /dev/full, a directory):
+    exit status 2. A model's external data file (`OUT.data`, above 2 GB) must not be an
+    input either."""
+    from tf2ir.ir.atomic import check_output_path
+    inputs = input_files(args)
+    for output in outputs:
+        check_output_path(output, inputs)
+        data = output + ".data"
+        if not os.path.exists(data) or os.path.isfile(data):
+            check_output_path(data, inputs, what="output data file")
 
 
 def pipeline_from_args(args, manager=None):
@@ -98,5 +144,5 @@ def pipeline_from_args(args, manager=None):
 
 
 __all__ = ["EPILOG", "ExitStatus", "add_common", "add_model_source", "add_shape_options",
-           "add_fusion_option", "add_pass_options", "conversion_options", "model_tags",
-           "pipeline_from_args", "plugin_manager", "split_list"]
+           "add_fusion_option", "add_pass_options", "conversion_options", "input_files",
+           "model_tags", "pipeline_from_args", "plugin_manager", "refuse_outputs", "split_list"]

@@ -86,8 +86,11 @@ def options_from_args(args) -> VerifyOptions:
 
 
 def run(args) -> int:
+    from tf2ir.tools.options import refuse_outputs
     from tf2ir.tools.progress import PhaseLine, wanted
 
+    if args.onnx:
+        refuse_outputs([args.onnx], args)   # never overwrite an input, a device, a directory
     pipeline = pipeline_from_args(args)
     with PhaseLine(wanted(args.quiet or args.verbose)) as progress:
         progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")

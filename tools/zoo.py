@@ -488,15 +488,17 @@ def _short_error(line: str, pb: str) -> str:
 
 
 def _write_text(path: str, text: str) -> None:
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "w") as f:
+            f.write(text)
 
 
 def _save_npz(path: str, **arrays) -> None:
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    from tf2ir.ir.atomic import atomic_output
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:      # a file object: np.savez would append .npz to a name
+            np.savez(f, **arrays)
 
 
 def _write_json(path: str, rows: List[ZooRow]) -> None:

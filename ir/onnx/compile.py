@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
 from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
@@ -29,7 +29,11 @@ def value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     shape = None
     if desc.shape is not None:
         shape = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(desc.shape)]
-    return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype], shape)
+    try:
+        return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype], shape)
+    except ValueError as exc:        # a dim beyond int64
+        raise ConversionError(f"the shape {desc.shape_text()} of {name!r} does not fit ONNX: "
+                              f"{exc}") from None
 
 
 class LowerContext:
@@ -123,9 +127,14 @@ class LowerContext:
             lower(self, node)
         except ConversionError as exc:
             raise exc.located(model=model, node=node.name, op_type=node.op_type)
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, ArithmeticError,
+                NotImplementedError) as exc:    # (onnx's helpers raise the last for a dtype)
             raise ConversionError(f"lowering to ONNX failed: {exc}", model=model,
                                   node=node.name, op_type=node.op_type) from exc
+        except PLUGIN_EXITS as exc:   # sys.exit() in a plugin's lowering is its failure
+            owner = get_prototype(node.op_type).plugin or None
+            raise plugin_exit(exc, "its ONNX lowering", model=model,
+                              node=node.name, op_type=node.op_type, plugin=owner) from exc
 
     # -- subgraphs (If branches, Loop bodies) ------------------------------------------
     def subcontext(self) -> "LowerContext":
@@ -187,8 +196,12 @@ def subgraph_value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     the subgraph), unknown rank gives no shape."""
     if desc.dtype not in ONNX_DTYPES:
         raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
-    return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype],
-                                         None if desc.shape is None else list(desc.shape))
+    try:
+        return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype],
+                                             None if desc.shape is None else list(desc.shape))
+    except ValueError as exc:        # a dim beyond int64
+        raise ConversionError(f"the shape {desc.shape_text()} of {name!r} does not fit ONNX: "
+                              f"{exc}") from None
 
 
 def _input_names(nodes: Sequence[onnx.NodeProto]) -> set:
@@ -275,10 +288,53 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
 
 
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
-                    passes: Switches = None, check_passes: bool = False) -> onnx.ModelProto:
+                    passes: Switches = None, check_passes: bool = False,
+                    check: bool = True) -> onnx.ModelProto:
+    """Compile `graph` and write it to `path`: a unique temporary file, checked by
+    onnx.checker (unless `check` is False), renamed over `path`; nothing is written when
+    anything fails."""
     model, initializers = build_model(graph, model_name, passes, check_passes)
-    write_model(model, initializers, path)
+    try:
+        write_model(model, initializers, path, check=check, locate=ir_locator(graph))
+    except ConversionError as exc:
+        raise exc.located(model=model_name)
     return model
+
+
+def ir_locator(graph: Graph) -> Callable[[str], Dict[str, str]]:
+    """Maps an ONNX name (node, value or initializer) to the IR node it was lowered from:
+    lowering names what it emits `<IR node>/<hint>`, so the longest prefix ending at a
+    '/' that names an IR node (or value) is the place. The plugin is the one that mapped the
+    node (the graph's provenance) or else the one that declared its op (and lowering)."""
+    nodes: Dict[str, Node] = {}
+    values: Dict[str, Node] = {}
+    plugins: Dict[str, str] = {}
+
+    def collect(g: Graph) -> None:
+        plugins.update({k: v for k, v in g.provenance.items() if k not in plugins})
+        for node in g.nodes:
+            nodes.setdefault(node.name, node)
+            for value in node.outputs:
+                values.setdefault(value.name, node)
+            for sub in node.subgraphs.values():
+                collect(sub)
+
+    collect(graph)
+
+    def locate(name: str) -> Dict[str, str]:
+        candidate = name
+        while candidate:
+            node = nodes.get(candidate) or values.get(candidate)
+            if node is not None:
+                where = {"node": node.name, "op_type": node.op_type}
+                owner = plugins.get(node.name) or (get_prototype(node.op_type).plugin
+                                                   if has_prototype(node.op_type) else "")
+                if owner:
+                    where["plugin"] = owner
+                return where
+            candidate = candidate.rpartition("/")[0]
+        return {}
+    return locate
 
 
 def compile_to_model(graph: Graph, model_name: Optional[str] = None,

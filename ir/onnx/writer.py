@@ -4,16 +4,24 @@ The graph (without initializers) is serialized by protobuf; each initializer is
 appended as a GraphProto field in protobuf wire format with its raw bytes written
 directly from the array's buffer, so weights are never copied into protobuf. Above
 2 GB the weights go to an ONNX external data file instead.
+
+Never lose a file (DESIGN decision 10): the model is written to a unique temporary file
+beside the target (with its data file, when there is one), checked by onnx.checker's full
+check, and only then renamed over the target; a model that fails the check is an error
+and nothing is written.
 """
 
 from __future__ import annotations
 
 import os
-from typing import List, Tuple
+import re
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import onnx
 
+from tf2ir.ir.atomic import atomic_output, atomic_outputs, scratch_file
+from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.tensor import dtype_of_numpy
 
 ONNX_DTYPES = {
@@ -28,11 +36,17 @@ ONNX_DTYPES = {
 }
 
 PROTOBUF_LIMIT = 2 ** 31 - 1
+# With external data, tensors smaller than this stay in the model file (as onnx's own
+# convert_model_to_external_data does): onnx.checker's shape inference reads small
+# constants (axes, shapes) and cannot read them from external data.
+EXTERNAL_MIN_BYTES = 1024
 _GRAPH_FIELD = b"\x3a"        # ModelProto.graph, field 7, length-delimited
 _INITIALIZER_FIELD = b"\x2a"  # GraphProto.initializer, field 5
 _RAW_DATA_FIELD = b"\x4a"     # TensorProto.raw_data, field 9
 
 Initializer = Tuple[str, np.ndarray]
+# An ONNX name (node, value or initializer) → ConversionError places (node, op_type, plugin).
+Locate = Callable[[str], Dict[str, str]]
 
 
 def _varint(n: int) -> bytes:
@@ -57,7 +71,7 @@ def _tensor_header(name: str, array: np.ndarray) -> onnx.TensorProto:
 
 def tensor_proto(name: str, array: np.ndarray) -> onnx.TensorProto:
     """A complete TensorProto (data copied in); for small tensors and strings."""
-    if array.dtype == np.object_:
+    if _is_string(array):
         values = [v if isinstance(v, bytes) else str(v).encode() for v in array.ravel()]
         # onnx's hint for `vals` leaves out the bytes items a STRING tensor takes
         return onnx.helper.make_tensor(name, onnx.TensorProto.STRING, array.shape,
@@ -74,27 +88,98 @@ def _raw(array: np.ndarray) -> memoryview:
     return array.reshape(-1).view(np.uint8).data
 
 
-def write_model(model: onnx.ModelProto, initializers: List[Initializer], path: str) -> None:
-    """Write `model` plus `initializers` to `path` (via a temp file, renamed when complete)."""
-    strings = [(n, a) for n, a in initializers if a.dtype == np.object_]
-    blobs = [(n, a) for n, a in initializers if a.dtype != np.object_]
+def _is_string(array: np.ndarray) -> bool:
+    return array.dtype.kind in "OSU"
+
+
+def write_model(model: onnx.ModelProto, initializers: List[Initializer], path: str,
+                check: bool = True, locate: Optional[Locate] = None) -> None:
+    """Write `model` plus `initializers` to `path`: into a unique temporary file beside it
+    (and `path.data` beside that above 2 GB), checked by `onnx.checker` (full check, by
+    path, so external data and models over 2 GB are checked too), then renamed over the
+    target; a model the checker rejects is a ConversionError naming the node (`locate`
+    maps an ONNX node, value or initializer name to the place it came from) and nothing
+    is written."""
+    strings = [(n, a) for n, a in initializers if _is_string(a)]
+    blobs = [(n, a) for n, a in initializers if not _is_string(a)]
     model.graph.initializer.extend(tensor_proto(n, a) for n, a in strings)
     total = sum(a.nbytes for _, a in blobs)
-    tmp_paths = [path + ".tmp"]
+    if total + model.ByteSize() <= PROTOBUF_LIMIT - (1 << 20):
+        with atomic_output(path) as tmp:
+            _write_inline(model, blobs, tmp)
+            if check:
+                _check_written(model, tmp, locate, lambda m, p: _write_inline(m, blobs, p))
+        return
+    data_path = path + ".data"
+    with atomic_outputs([data_path, path]) as (tmp_data, tmp):
+        # The model names its data file by a relative location: the temporary's while it is
+        # checked, the final name once it is (the graph is rewritten, the weights are not).
+        _write_external(model, blobs, tmp_data, tmp, os.path.basename(tmp_data))
+        if check:
+            _check_written(model, tmp, locate, _write_proto)
+        _relocate(model, os.path.basename(tmp_data), os.path.basename(data_path))
+        _write_proto(model, tmp)
+
+
+def _write_proto(model: onnx.ModelProto, path: str) -> None:
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+
+
+def _check_written(model: onnx.ModelProto, path: str, locate: Optional[Locate],
+                   write: Callable[[onnx.ModelProto, str], None]) -> None:
+    """Check the model written at `path`. onnx.checker wants a shape for every graph output,
+    while an output of unknown rank has none (and onnxruntime runs it): such a model is
+    checked as a variant without those outputs, written beside it only to be checked."""
+    unknown = [i for i, v in enumerate(model.graph.output)
+               if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+    if not unknown:
+        check_file(path, locate)
+        return
+    variant = onnx.ModelProto()
+    variant.CopyFrom(model)
+    for index in reversed(unknown):
+        del variant.graph.output[index]
+    with scratch_file(path) as scratch:
+        write(variant, scratch)
+        check_file(scratch, locate)
+
+
+# Where onnx.checker's messages name a node, a value or a tensor.
+_CHECKER_NAMES = (
+    re.compile(r"node name: (.+?)\):"),              # shape inference: (op_type:X, node name: N):
+    re.compile(r"[Nn]ame: (.+?) OpType: "),          # node checks: Name: N OpType: X
+    re.compile(r"tensor name: (.+?)\)"),             # initializer checks
+    re.compile(r"(?:input|output) '(.+?)'"),         # graph inputs/outputs, unsorted inputs
+)
+
+
+def checker_name(message: str) -> Optional[str]:
+    """The node (or value) an `onnx.checker` message names, if any."""
+    for pattern in _CHECKER_NAMES:
+        match = pattern.search(message)
+        if match:
+            return match.group(1)
+    return None
+
+
+def check_file(path: str, locate: Optional[Locate] = None) -> None:
+    """`onnx.checker.check_model(path, full_check=True)`; a rejection is a ConversionError
+    (one line) naming the ONNX node and, through `locate`, where it came from."""
     try:
-        if total + model.ByteSize() > PROTOBUF_LIMIT - (1 << 20):
-            data_name = os.path.basename(path) + ".data"
-            tmp_paths.append(os.path.join(os.path.dirname(path) or ".", data_name + ".tmp"))
-            _write_external(model, blobs, path, data_name, tmp_paths)
-        else:
-            _write_inline(model, blobs, tmp_paths[0])
-        for tmp in tmp_paths[1:]:
-            os.replace(tmp, tmp[:-4])
-        os.replace(tmp_paths[0], path)
-    finally:
-        for tmp in tmp_paths:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        onnx.checker.check_model(path, full_check=True)
+    except Exception as exc:   # ValidationError, InferenceError and whatever else it raises
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        message = " ".join(lines) or type(exc).__name__
+        if len(message) > 600:
+            message = message[:600] + " ..."
+        name = checker_name(str(exc))
+        where = locate(name) if (locate is not None and name is not None) else {}
+        if name is not None and not where:
+            where = {"node": name}
+        raise ConversionError(f"the ONNX model fails onnx.checker, nothing was written: "
+                              f"{message}", node=where.get("node"), op_type=where.get("op_type"),
+                              plugin=where.get("plugin")) from None
 
 
 def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: str) -> None:
@@ -119,10 +204,15 @@ def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: st
             f.write(raw)
 
 
-def _write_external(model, blobs, path, data_name, tmp_paths) -> None:
+def _write_external(model: onnx.ModelProto, blobs: List[Initializer], data_path: str,
+                    model_path: str, location: str) -> None:
     offset = 0
-    with open(tmp_paths[1], "wb") as data:
+    with open(data_path, "wb") as data:
         for name, array in blobs:
+            if array.nbytes < EXTERNAL_MIN_BYTES:
+                # small tensors (shapes, axes) stay in the model: shape inference reads them
+                model.graph.initializer.append(tensor_proto(name, array))
+                continue
             tensor = _tensor_header(name, array)
             raw = _raw(array)
             pad = -offset % 4096
@@ -130,11 +220,18 @@ def _write_external(model, blobs, path, data_name, tmp_paths) -> None:
             offset += pad
             data.write(raw)
             tensor.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", data_name), ("offset", str(offset)),
+            for key, value in (("location", location), ("offset", str(offset)),
                                ("length", str(raw.nbytes))):
                 entry = tensor.external_data.add()
                 entry.key, entry.value = key, value
             offset += raw.nbytes
             model.graph.initializer.append(tensor)
-    with open(tmp_paths[0], "wb") as f:
+    with open(model_path, "wb") as f:
         f.write(model.SerializeToString())
+
+
+def _relocate(model: onnx.ModelProto, old: str, new: str) -> None:
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location" and entry.value == old:
+                entry.value = new

@@ -1,15 +1,23 @@
 """Constant folding: a node whose inputs are all constants, and whose prototype declares a
-numpy `fold` function, is replaced by Const nodes holding its results."""
+numpy `fold` function, is replaced by Const nodes holding its results.
+
+Bounded and linear: a node whose result would be larger than FOLD_LIMIT_BYTES and than its
+inputs together stays a node, and the bound is applied before the fold function runs, from
+the output shapes inference gives (so Fill, Tile, Range or a broadcast never allocate a
+huge array first); a node whose output shape stays unknown is not folded. The folded
+nodes are erased together at the end, so a chain of n foldable nodes folds in O(n).
+"""
 
 from __future__ import annotations
 
-from typing import List
+import math
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from tf2ir.ir.graph import Graph, Node, Value
 from tf2ir.ir.prototype import get_prototype, has_prototype
-from tf2ir.ir.tensor import numpy_dtype
+from tf2ir.ir.tensor import TensorDesc, numpy_dtype
 
 
 FOLD_LIMIT_BYTES = 1 << 20
@@ -20,42 +28,87 @@ def fold_constants(graph: Graph) -> int:
     then those of its nodes' subgraphs; return how many were folded. Nodes producing graph
     outputs stay; a node owning subgraphs (If, While) is never folded itself."""
     folded = 0
-    for node in list(graph.nodes):
-        for sub in node.subgraphs.values():
-            folded += fold_constants(sub)
-        if _fold_node(graph, node):
+    replaced: Dict[int, List[Node]] = {}
+    erased: List[Node] = []
+    renames: List[Tuple[Value, str]] = []
+    with graph.inserting_before(None):
+        for node in list(graph.nodes):
+            for sub in node.subgraphs.values():
+                folded += fold_constants(sub)
+            consts = _fold_node(graph, node)
+            if consts is None:
+                continue
             folded += 1
+            replaced[id(node)] = [c.producer for c in consts if c.producer is not None]
+            erased.append(node)
+            renames.extend((const, value.name) for const, value in zip(consts, node.outputs))
+    # The constants take the folded nodes' places and then their output names.
+    graph.erase_nodes(erased, placed=replaced)
+    for const, name in renames:
+        graph.rename_value(const, name)
     return folded
 
 
-def _fold_node(graph: Graph, node: Node) -> bool:
+def _output_bytes(desc: TensorDesc) -> Optional[int]:
+    """The bytes of a value of `desc`, or None when its shape or dtype is not known."""
+    if not desc.is_fully_known():
+        return None
+    try:
+        itemsize = numpy_dtype(desc.dtype).itemsize
+    except (ValueError, ImportError):
+        return None
+    return math.prod(d for d in desc.shape or () if d is not None) * itemsize
+
+
+def _result_bytes(node: Node) -> Optional[List[int]]:
+    """The bytes of each output of `node`, from its output descs or, where they are not
+    fully known (a graph built without inference), from its prototype's inference; None
+    when they stay unknown."""
+    sizes = [_output_bytes(v.desc) for v in node.outputs]
+    if all(size is not None for size in sizes):
+        return [s for s in sizes if s is not None]
+    infer = get_prototype(node.op_type).infer_fn
+    if infer is None:
+        return None
+    try:
+        descs = infer(node)
+    except Exception:         # inference fails later, where it names the node
+        return None
+    sizes = [_output_bytes(desc) for desc in descs]
+    if len(sizes) != len(node.outputs) or any(size is None for size in sizes):
+        return None
+    return [s for s in sizes if s is not None]
+
+
+def _fold_node(graph: Graph, node: Node) -> Optional[List[Value]]:
+    """The constants that replace `node` (their uses moved onto them), or None."""
     fold = get_prototype(node.op_type).fold_fn if has_prototype(node.op_type) else None
     if node.op_type == "Const" or node.subgraphs or not node.inputs or fold is None:
-        return False
+        return None
     constants = [v.const_value for v in node.inputs if v is not None]
     inputs = [array for array in constants if array is not None]
     if len(inputs) != len(node.inputs) or any(v in graph.outputs for v in node.outputs):
-        return False
+        return None
+    # Size bound, before anything is computed: a result bigger than FOLD_LIMIT_BYTES and
+    # than the inputs together stays a node (folding Fill/Tile/broadcasts would blow up the
+    # model file, and computing them could exhaust memory).
+    limit = max(FOLD_LIMIT_BYTES, sum(np.asarray(a).nbytes for a in inputs))
+    sizes = _result_bytes(node)
+    if sizes is None or sum(sizes) > limit:
+        return None
     try:
-        arrays = fold(node, inputs)
-    except (ValueError, TypeError, IndexError):
-        return False          # the lowering will say what is wrong
+        with np.errstate(all="ignore"):
+            arrays = fold(node, inputs)
+    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, MemoryError):
+        return None           # the lowering will say what is wrong
     if len(arrays) != len(node.outputs):
-        return False
-    # Size bound: a result bigger than FOLD_LIMIT_BYTES and than the inputs together stays
-    # a node (folding Fill/Tile/broadcasts would blow up the model file).
-    if sum(np.asarray(a).nbytes for a in arrays) > max(
-            FOLD_LIMIT_BYTES, sum(np.asarray(a).nbytes for a in inputs)):
-        return False
+        return None
+    if sum(np.asarray(a).nbytes for a in arrays) > limit:
+        return None
     consts: List[Value] = []
-    with graph.inserting_before(node):          # the constants take the node's place
-        for value, array in zip(node.outputs, arrays):
-            array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
-            const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
-            consts.append(const)
-            graph.replace_all_uses_with(value, const)
-    names = [v.name for v in node.outputs]
-    graph.erase_node(node)
-    for const, name in zip(consts, names):
-        graph.rename_value(const, name)
-    return True
+    for value, array in zip(node.outputs, arrays):
+        array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
+        const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
+        consts.append(const)
+        graph.replace_all_uses_with(value, const)
+    return consts

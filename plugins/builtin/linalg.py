@@ -9,7 +9,10 @@ from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl
 
 
 def parse_matmul(src, op):
-    """TF names the transposes transpose_a/transpose_b; the IR op says x1/x2."""
+    """TF names the transposes transpose_a/transpose_b; the IR op says x1/x2. A TF MatMul
+    has two inputs (the IR op's optional bias is for fusions)."""
+    if len(src.inputs) != 2:
+        raise ConversionError(f"MatMul takes 2 inputs, the node has {len(src.inputs)}")
     op.set_attr("transpose_x1", bool(src.attr("transpose_a", False)))
     op.set_attr("transpose_x2", bool(src.attr("transpose_b", False)))
 

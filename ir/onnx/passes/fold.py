@@ -5,7 +5,8 @@ is not folded: folding must not blow up the model (Expand, Tile, big broadcasts)
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+import math
+from typing import Callable, Dict, Optional
 
 import numpy as np
 from onnx import helper
@@ -85,6 +86,25 @@ def _reduce_variadic(fn, xs):
     return out
 
 
+_BROADCASTING = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+
+
+def _result_elements(node, arrays) -> Optional[int]:
+    """The element count of the node's result where it can exceed its inputs' (a
+    broadcast, a gather), computed before folding so that nothing huge is allocated; None
+    where the result is no larger than an input (or numpy will refuse it)."""
+    try:
+        if node.op_type in _BROADCASTING:
+            return math.prod(np.broadcast_shapes(*(a.shape for a in arrays)))
+        if node.op_type == "Gather":
+            x, indices = arrays
+            axis = attr_value(node, "axis", 0)
+            return indices.size * (x.size // max(x.shape[axis], 1)) if x.ndim else None
+    except (ValueError, IndexError, TypeError):
+        return None
+    return None
+
+
 def fold_lowered_constants(g: LoweredGraph) -> int:
     """Replace foldable nodes by initializers; return how many were folded."""
     folded, dead = 0, []
@@ -97,6 +117,10 @@ def fold_lowered_constants(g: LoweredGraph) -> int:
         if out in g.pinned:
             continue
         arrays = [g.initializers[name] for name in node.input]
+        elements = _result_elements(node, arrays)
+        limit = max(FOLD_LIMIT_BYTES, sum(a.nbytes for a in arrays))
+        if elements is not None and elements * max(a.itemsize for a in arrays) > limit:
+            continue
         try:
             with np.errstate(all="ignore"):
                 result = np.asarray(fn(node, *arrays))

@@ -1,0 +1,2118 @@
+"""A fuzzing harness for the functions `tf2ir convert` and `tf2ir compile` call.
+
+    python -m tf2ir.tools.fuzz --seconds 600 [--kind pb|pbtxt|ir|all] [--seed S] [--jobs J]
+                               [--json report.json] [--save DIR]
+    python -m tf2ir.tools.fuzz --replay DIR/crash-KeyError-ir_text.py-123.ir
+
+Three kinds of mutated input, from one seed corpus (tests/data/sample_cnn.pb and about 190
+small GraphDefs built here with tensorboard's compiled protos, one or a few nodes each over
+the op types of docs/ops.md, plus their `--emit ir` files):
+
+  pb     the .pb bytes: bit flips, interesting bytes, truncation, insertion, deletion,
+         duplication and splicing of ranges, and edits of the wire structure (varint values,
+         length prefixes, field numbers; fields dropped, repeated or moved between messages,
+         lengths either kept consistent or broken);
+  pbtxt  the parsed GraphDef: op types changed among the known ones, inputs rewired (ports,
+         control inputs, cycles, missing names), nodes dropped, duplicated, renamed or
+         spliced in from other seeds, attributes changed in kind and value, dtypes, shapes
+         with huge, zero or negative dims, Const contents that disagree with their shape,
+         functions and calls added; written as .pbtxt text (sometimes edited as text) or as
+         a binary .pb;
+  ir     the .ir text and its .ir.weights: lines deleted, repeated, swapped or taken from
+         other seeds, tokens and numbers replaced, characters inserted, the weights file
+         truncated, extended, altered or left out.
+
+Each case runs in a worker process (fork; one PluginManager per worker; batches of cases per
+round trip) under a time limit (SIGALRM in the worker, SIGKILL from the parent at twice the
+limit) and an address-space limit (RLIMIT_AS), with written files capped (RLIMIT_FSIZE).
+A worker that dies or is killed is replaced; its case is classified. Outcomes:
+
+  ok       converted (or compiled) and the written model passes
+           onnx.checker.check_model(full_check=True)
+  error    a clean tf2ir.ir.ConversionError (and no output or temporary file left behind)
+  crash    any other exception (OSError included; the inputs are the harness's own files),
+           grouped by exception type and the innermost tf2ir frame (file:line)
+  hang     the case ran past the time limit (grouped by where it was interrupted)
+  memory   MemoryError, a resource limit hit, or the worker killed
+  invalid  a model was written that the checker rejects, or a file was left behind
+
+One reproducer per defect group (the smallest seen) is saved under --save with a .json
+sidecar; `--replay FILE` runs it again in this process and prints the traceback. No
+TensorFlow is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+KINDS = ("pb", "pbtxt", "ir")
+OUTCOMES = ("ok", "error", "crash", "hang", "memory", "invalid")
+DEFECTS = ("crash", "hang", "memory", "invalid")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the tf2ir package root
+SAMPLE_CNN = os.path.join(ROOT, "tests", "data", "sample_cnn.pb")
+DEFAULT_TIME_LIMIT = 10.0
+DEFAULT_MEMORY_MB = 2048
+DEFAULT_FILE_MB = 512
+STAGES = ("mutate", "convert", "compile", "check")
+
+
+# == seed graphs ============================================================================
+class Dt(str):
+    """A dtype attribute value (its IR name) for `_attr`."""
+
+
+class Shp(tuple):
+    """A shape attribute value (None: an unknown dim) for `_attr`."""
+
+
+class Fn(str):
+    """A function attribute value (the function's name) for `_attr`."""
+
+
+def _dtype_enum(name: str) -> int:
+    from tf2ir.parser.attrs import TF_DTYPES
+    return {v: k for k, v in TF_DTYPES.items()}[name]
+
+
+def _shape_proto(dims, proto=None):
+    from tensorboard.compat.proto import tensor_shape_pb2
+    proto = proto if proto is not None else tensor_shape_pb2.TensorShapeProto()
+    proto.SetInParent()   # a scalar's shape is an empty but present message
+    if dims is None:
+        proto.unknown_rank = True
+    for d in dims or ():
+        proto.dim.add(size=-1 if d is None else int(d))
+    return proto
+
+
+def _tensor_proto(array: np.ndarray, proto=None):
+    from tensorboard.compat.proto import tensor_pb2
+    proto = proto if proto is not None else tensor_pb2.TensorProto()
+    array = np.asarray(array)
+    if array.dtype.kind in "SUO":
+        proto.dtype = _dtype_enum("string")
+        proto.string_val.extend(str(v).encode() if not isinstance(v, bytes) else v
+                                for v in array.ravel())
+    else:
+        from tf2ir.ir.tensor import dtype_of_numpy
+        proto.dtype = _dtype_enum(dtype_of_numpy(array.dtype))
+        proto.tensor_content = np.ascontiguousarray(array).astype(
+            array.dtype.newbyteorder("<")).tobytes()
+    _shape_proto(array.shape, proto.tensor_shape)
+    return proto
+
+
+def _attr(value, proto=None):
+    """A Python value → AttrValue: bool b, int i, float f, str s, Dt type, Shp shape,
+    ndarray tensor, Fn func, lists of those."""
+    from tensorboard.compat.proto import attr_value_pb2
+    proto = proto if proto is not None else attr_value_pb2.AttrValue()
+    if isinstance(value, bool):
+        proto.b = value
+    elif isinstance(value, (int, np.integer)):
+        proto.i = int(value)
+    elif isinstance(value, float):
+        proto.f = value
+    elif isinstance(value, Dt):
+        proto.type = _dtype_enum(value)
+    elif isinstance(value, Fn):
+        proto.func.name = value
+    elif isinstance(value, str):
+        proto.s = value.encode()
+    elif isinstance(value, Shp):
+        _shape_proto(value, proto.shape)
+    elif isinstance(value, np.ndarray):
+        _tensor_proto(value, proto.tensor)
+    elif isinstance(value, list):
+        lst = proto.list
+        lst.SetInParent()
+        for item in value:
+            if isinstance(item, bool):
+                lst.b.append(item)
+            elif isinstance(item, int):
+                lst.i.append(item)
+            elif isinstance(item, float):
+                lst.f.append(item)
+            elif isinstance(item, Dt):
+                lst.type.append(_dtype_enum(item))
+            elif isinstance(item, Shp):
+                _shape_proto(item, lst.shape.add())
+            elif isinstance(item, Fn):
+                lst.func.add(name=item)
+            else:
+                lst.s.append(str(item).encode())
+    else:
+        raise TypeError(f"no AttrValue for {value!r}")
+    return proto
+
+
+class GraphBuilder:
+    """A small GraphDef under construction, without TensorFlow."""
+
+    def __init__(self, name: str):
+        from tensorboard.compat.proto import graph_pb2
+        self.name = name
+        self.graph = graph_pb2.GraphDef()
+        self.graph.versions.producer = 1882
+        self._count = 0
+
+    def _name(self, base: str) -> str:
+        self._count += 1
+        return f"{base}_{self._count}"
+
+    def node(self, op: str, inputs: Sequence[str] = (), name: Optional[str] = None,
+             nodes=None, **attrs) -> str:
+        target = self.graph.node if nodes is None else nodes
+        node = target.add(name=name or self._name(op.lower()), op=op, input=list(inputs))
+        for key, value in attrs.items():
+            if value is not None:
+                _attr(value, node.attr[key])
+        return node.name
+
+    def ph(self, dtype: str = "float32", shape=(2, 3), name: Optional[str] = None) -> str:
+        return self.node("Placeholder", (), name or self._name("x"), dtype=Dt(dtype),
+                         shape=Shp(shape) if shape is not None else None)
+
+    def const(self, value, dtype: Optional[str] = None, name: Optional[str] = None) -> str:
+        array = np.asarray(value, dtype=dtype)
+        from tf2ir.ir.tensor import dtype_of_numpy
+        kind = "string" if array.dtype.kind in "SUO" else dtype_of_numpy(array.dtype)
+        return self.node("Const", (), name or self._name("c"), dtype=Dt(kind), value=array)
+
+    def op(self, op: str, *inputs: str, T: Optional[str] = "float32", name: Optional[str] = None,
+           **attrs) -> str:
+        return self.node(op, inputs, name, **({"T": Dt(T)} if T else {}), **attrs)
+
+    def function(self, name: str, args: Sequence[Tuple[str, str]], results: Sequence[Tuple[str, str]],
+                 body: Callable[["GraphBuilder", Any], Dict[str, str]]) -> None:
+        """Add a FunctionDef: `body(builder, nodes)` adds nodes (names of args and
+        "node:out:0" references as inputs) and returns {result: reference}."""
+        fdef = self.graph.library.function.add()
+        fdef.signature.name = name
+        for arg, dtype in args:
+            fdef.signature.input_arg.add(name=arg, type=_dtype_enum(dtype))
+        for res, dtype in results:
+            fdef.signature.output_arg.add(name=res, type=_dtype_enum(dtype))
+        for key, ref in body(self, fdef.node_def).items():
+            fdef.ret[key] = ref
+
+    def serialize(self) -> bytes:
+        return self.graph.SerializeToString()
+
+
+F, I32, I64, BOOL = "float32", "int32", "int64", "bool"
+UNARY_FLOAT = (
+    "Abs Acos Acosh Asin Asinh Atan Atanh Ceil Cos Cosh Elu Erf Erfc Exp Expm1 Floor Inv "
+    "IsFinite IsInf IsNan L2Loss Log Log1p LogSoftmax Neg Reciprocal Relu Relu6 Rint Round "
+    "Rsqrt Selu Sigmoid Sign Sin Sinh Softmax Softplus Softsign Sqrt Square Tan Tanh OnesLike "
+    "ZerosLike Identity Snapshot StopGradient PreventGradient").split()
+BINARY_FLOAT = (
+    "Add AddV2 Sub Mul Div RealDiv DivNoNan MulNoNan Maximum Minimum Pow SquaredDifference "
+    "FloorDiv FloorMod Mod TruncateDiv TruncateMod Atan2 Xdivy Xlogy Equal NotEqual Greater "
+    "GreaterEqual Less LessEqual").split()
+BINARY_INT = "BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift".split()
+REDUCTIONS = "Sum Mean Max Min Prod EuclideanNorm".split()
+
+
+def _rand(*shape, dtype="float32", seed=0):
+    rng = np.random.RandomState(seed)
+    if dtype == "bool":
+        return rng.rand(*shape) < 0.5
+    if dtype.startswith("int") or dtype.startswith("uint"):
+        return rng.randint(0, 4, size=shape).astype(dtype)
+    return rng.randn(*shape).astype(dtype)
+
+
+def seed_graphs() -> List[Tuple[str, bytes]]:
+    """The built seed corpus: (name, serialized GraphDef), a few nodes each, over the op
+    types tf2ir maps (docs/ops.md) and its fusions, functions and control flow."""
+    seeds: List[GraphBuilder] = []
+
+    def new(name: str) -> GraphBuilder:
+        builder = GraphBuilder(name)
+        seeds.append(builder)
+        return builder
+
+    for op in UNARY_FLOAT:
+        b = new(op)
+        b.op(op, b.ph(F, (2, 3)))
+    for i, op in enumerate(BINARY_FLOAT):
+        b = new(op)
+        other = b.const(_rand(3, seed=i)) if i % 3 == 2 else b.ph(F, (2, 3))
+        b.op(op, b.ph(F, (None, 3)), other)
+    b = new("ApproximateEqual")
+    b.op("ApproximateEqual", b.ph(F), b.ph(F), tolerance=1e-3)
+    for op in BINARY_INT:
+        b = new(op)
+        b.op(op, b.ph(I32, (2, 3)), b.const(np.array([1, 2, 3], np.int32)), T=I32)
+    b = new("Invert")
+    b.op("Invert", b.ph(I32, (4,)), T=I32)
+    for op in ("LogicalAnd", "LogicalOr"):
+        b = new(op)
+        b.op(op, b.ph(BOOL, (2, 3)), b.ph(BOOL, (2, 3)), T=None)
+    b = new("LogicalNot")
+    b.op("LogicalNot", b.ph(BOOL, (3,)), T=None)
+    for op in REDUCTIONS:
+        b = new(op)
+        b.op(op, b.ph(F, (2, 3, 4)), b.const(np.array([1], np.int32)), keep_dims=op == "Mean",
+             Tidx=Dt(I32))
+    for op in ("All", "Any"):
+        b = new(op)
+        b.op(op, b.ph(BOOL, (2, 3)), b.const(np.array(1, np.int32)), T=None, keep_dims=False,
+             Tidx=Dt(I32))
+    for op in ("ArgMax", "ArgMin"):
+        b = new(op)
+        b.op(op, b.ph(F, (2, 3)), b.const(np.array(1, np.int32)), output_type=Dt(I64), Tidx=Dt(I32))
+    for op in ("Cumsum", "Cumprod"):
+        b = new(op)
+        b.op(op, b.ph(F, (2, 3)), b.const(np.array(1, np.int32)), exclusive=op == "Cumsum",
+             reverse=False, Tidx=Dt(I32))
+    b = new("Cast")
+    b.op("Cast", b.ph(F, (2, 3)), T=None, SrcT=Dt(F), DstT=Dt(I32), Truncate=False)
+    for op in ("BiasAdd", "BiasAddV1"):
+        b = new(op)
+        b.op(op, b.ph(F, (2, 3, 4)), b.const(_rand(4)), data_format="NHWC" if op == "BiasAdd" else None)
+    b = new("MatMul")
+    b.op("MatMul", b.ph(F, (None, 3)), b.const(_rand(3, 4)), transpose_a=False, transpose_b=False)
+    b = new("MatMulT")
+    b.op("MatMul", b.ph(F, (4, 3)), b.ph(F, (5, 4)), transpose_a=True, transpose_b=True)
+    for op in ("BatchMatMul", "BatchMatMulV2"):
+        b = new(op)
+        b.op(op, b.ph(F, (2, 2, 3)), b.const(_rand(2, 3, 4)), adj_x=False, adj_y=False)
+    b = new("BatchMatMulV3")
+    b.op("BatchMatMulV3", b.ph(F, (2, 2, 3)), b.ph(F, (2, 3, 4)), T=None, Ta=Dt(F), Tb=Dt(F),
+         Tout=Dt(F), adj_x=False, adj_y=False)
+    conv = dict(strides=[1, 1, 1, 1], padding="SAME", data_format="NHWC", dilations=[1, 1, 1, 1])
+    b = new("Conv2D")
+    b.op("Conv2D", b.ph(F, (None, 5, 5, 2)), b.const(_rand(3, 3, 2, 4)), **conv)
+    b = new("Conv2DStrided")
+    b.op("Conv2D", b.ph(F, (1, 6, 6, 2)), b.const(_rand(2, 2, 2, 3)), **{
+        **conv, "strides": [1, 2, 2, 1], "padding": "VALID"})
+    b = new("Conv2DExplicit")
+    b.op("Conv2D", b.ph(F, (1, 5, 5, 2)), b.const(_rand(3, 3, 2, 2)), **{
+        **conv, "padding": "EXPLICIT", "explicit_paddings": [0, 0, 1, 1, 1, 1, 0, 0]})
+    b = new("DepthwiseConv2dNative")
+    b.op("DepthwiseConv2dNative", b.ph(F, (1, 5, 5, 2)), b.const(_rand(3, 3, 2, 1)), **conv)
+    b = new("Conv3D")
+    b.op("Conv3D", b.ph(F, (1, 4, 4, 4, 2)), b.const(_rand(2, 2, 2, 2, 3)),
+         strides=[1] * 5, padding="VALID", data_format="NDHWC", dilations=[1] * 5)
+    b = new("Conv2DBackpropInput")
+    b.op("Conv2DBackpropInput", b.const(np.array([1, 6, 6, 2], np.int32)), b.const(_rand(3, 3, 2, 4)),
+         b.ph(F, (1, 3, 3, 4)), **{**conv, "strides": [1, 2, 2, 1]})
+    b = new("Conv3DBackpropInputV2")
+    b.op("Conv3DBackpropInputV2", b.const(np.array([1, 4, 4, 4, 2], np.int32)),
+         b.const(_rand(2, 2, 2, 2, 3)), b.ph(F, (1, 3, 3, 3, 3)), strides=[1] * 5,
+         padding="VALID", data_format="NDHWC", dilations=[1] * 5, Tshape=Dt(I32))
+    pool = dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID", data_format="NHWC")
+    for op in ("MaxPool", "AvgPool"):
+        b = new(op)
+        b.op(op, b.ph(F, (None, 4, 4, 3)), **pool)
+    b = new("MaxPoolSame")
+    b.op("MaxPool", b.ph(F, (1, 5, 5, 1)), **{**pool, "ksize": [1, 3, 3, 1], "padding": "SAME"})
+    b = new("MaxPoolV2")
+    b.op("MaxPoolV2", b.ph(F, (1, 4, 4, 3)), b.const(np.array([1, 2, 2, 1], np.int32)),
+         b.const(np.array([1, 2, 2, 1], np.int32)), padding="VALID", data_format="NHWC")
+    for op in ("MaxPool3D", "AvgPool3D"):
+        b = new(op)
+        b.op(op, b.ph(F, (1, 4, 4, 4, 2)), ksize=[1, 2, 2, 2, 1], strides=[1, 2, 2, 2, 1],
+             padding="VALID", data_format="NDHWC")
+    for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"):
+        b = new(op)
+        params = [b.const(_rand(2, seed=k) ** 2 + 0.5) for k in range(4)]
+        b.op(op, b.ph(F, (1, 3, 3, 2)), *params, epsilon=1e-3, is_training=False,
+             data_format="NHWC", **({"U": Dt(F)} if op != "FusedBatchNorm" else {}))
+    b = new("LRN")
+    b.op("LRN", b.ph(F, (1, 3, 3, 4)), depth_radius=2, bias=1.0, alpha=1e-4, beta=0.75)
+
+    b = new("Reshape")
+    b.op("Reshape", b.ph(F, (2, 3)), b.const(np.array([3, -1], np.int32)), Tshape=Dt(I32))
+    b = new("ExpandDims")
+    b.op("ExpandDims", b.ph(F, (2, 3)), b.const(np.array(1, np.int32)), Tdim=Dt(I32))
+    b = new("Squeeze")
+    b.op("Squeeze", b.ph(F, (2, 1, 3)), squeeze_dims=[1])
+    b = new("Transpose")
+    b.op("Transpose", b.ph(F, (2, 3, 4)), b.const(np.array([2, 0, 1], np.int32)), Tperm=Dt(I32))
+    b = new("ConcatV2")
+    b.op("ConcatV2", b.ph(F, (2, 3)), b.ph(F, (2, 3)), b.const(np.array(1, np.int32)), N=2,
+         Tidx=Dt(I32))
+    b = new("Concat")
+    b.op("Concat", b.const(np.array(0, np.int32)), b.ph(F, (2, 3)), b.ph(F, (1, 3)), N=2)
+    b = new("Pack")
+    b.op("Pack", b.ph(F, (2, 3)), b.ph(F, (2, 3)), N=2, axis=0)
+    b = new("Unpack")
+    b.op("Unpack", b.ph(F, (2, 3)), num=3, axis=1)
+    b = new("Split")
+    b.op("Split", b.const(np.array(1, np.int32)), b.ph(F, (2, 4)), num_split=2)
+    b = new("SplitV")
+    b.op("SplitV", b.ph(F, (2, 5)), b.const(np.array([2, 3], np.int64)), b.const(np.array(1, np.int32)),
+         num_split=2, Tlen=Dt(I64))
+    b = new("Tile")
+    b.op("Tile", b.ph(F, (2, 3)), b.const(np.array([2, 1], np.int32)), Tmultiples=Dt(I32))
+    b = new("Fill")
+    b.op("Add", b.op("Fill", b.const(np.array([2, 3], np.int32)), b.const(np.float32(1.5)),
+                     index_type=Dt(I32)), b.ph(F, (2, 3)))
+    b = new("Range")
+    b.op("Range", b.const(np.int32(0)), b.ph(I32, ()), b.const(np.int32(2)), T=None, Tidx=Dt(I32))
+    b = new("RangeFolded")
+    r = b.op("Range", b.const(np.float32(0)), b.const(np.float32(3)), b.const(np.float32(0.5)),
+             T=None, Tidx=Dt(F))
+    b.op("Mul", r, b.ph(F, (6,)))
+    b = new("LinSpace")
+    b.op("Mul", b.op("LinSpace", b.const(np.float32(0)), b.const(np.float32(1)),
+                     b.const(np.int32(3)), Tidx=Dt(I32)), b.ph(F, (3,)))
+    b = new("BroadcastTo")
+    b.op("BroadcastTo", b.ph(F, (3,)), b.const(np.array([2, 3], np.int32)), Tidx=Dt(I32))
+    paddings = np.array([[1, 1], [0, 2]], np.int32)
+    b = new("Pad")
+    b.op("Pad", b.ph(F, (2, 3)), b.const(paddings), Tpaddings=Dt(I32))
+    b = new("PadV2")
+    b.op("PadV2", b.ph(F, (2, 3)), b.const(paddings), b.const(np.float32(1)), Tpaddings=Dt(I32))
+    b = new("MirrorPad")
+    b.op("MirrorPad", b.ph(F, (3, 4)), b.const(np.array([[1, 1], [1, 0]], np.int32)),
+         mode="REFLECT", Tpaddings=Dt(I32))
+    b = new("Slice")
+    b.op("Slice", b.ph(F, (3, 4)), b.const(np.array([1, 0], np.int32)),
+         b.const(np.array([2, -1], np.int32)), Index=Dt(I32))
+    b = new("StridedSlice")
+    b.op("StridedSlice", b.ph(F, (4, 5, 6)), b.const(np.array([1, 0, 0], np.int32)),
+         b.const(np.array([3, 5, 6], np.int32)), b.const(np.array([1, 2, 1], np.int32)),
+         Index=Dt(I32), begin_mask=0, end_mask=2, ellipsis_mask=0, new_axis_mask=0,
+         shrink_axis_mask=0)
+    b = new("StridedSliceMasks")
+    b.op("StridedSlice", b.ph(F, (4, 5, 6)), b.const(np.array([0, 1], np.int32)),
+         b.const(np.array([0, 2], np.int32)), b.const(np.array([1, 1], np.int32)),
+         Index=Dt(I32), begin_mask=0, end_mask=0, ellipsis_mask=1, new_axis_mask=0,
+         shrink_axis_mask=2)
+    b = new("ReverseV2")
+    b.op("ReverseV2", b.ph(F, (2, 3)), b.const(np.array([1], np.int32)), Tidx=Dt(I32))
+    b = new("ReverseSequence")
+    b.op("ReverseSequence", b.ph(F, (2, 4, 3)), b.const(np.array([2, 3], np.int64)),
+         seq_dim=1, batch_dim=0, Tlen=Dt(I64))
+    b = new("GatherV2")
+    b.op("GatherV2", b.ph(F, (4, 3)), b.const(np.array([0, 2, 3], np.int32)),
+         b.const(np.array(0, np.int32)), Tparams=Dt(F), Tindices=Dt(I32), Taxis=Dt(I32),
+         batch_dims=0, T=None)
+    b = new("GatherNd")
+    b.op("GatherNd", b.ph(F, (3, 4)), b.const(np.array([[0, 1], [2, 3]], np.int32)),
+         Tparams=Dt(F), Tindices=Dt(I32), T=None)
+    b = new("OneHot")
+    b.op("OneHot", b.ph(I32, (3,)), b.const(np.int32(4)), b.const(np.float32(1)),
+         b.const(np.float32(0)), axis=-1, TI=Dt(I32))
+    b = new("ScatterNd")
+    b.op("ScatterNd", b.const(np.array([[0], [2]], np.int32)), b.ph(F, (2, 3)),
+         b.const(np.array([4, 3], np.int32)), Tindices=Dt(I32))
+    for op in ("TensorScatterAdd", "TensorScatterUpdate"):
+        b = new(op)
+        b.op(op, b.ph(F, (4, 3)), b.const(np.array([[0], [2]], np.int32)), b.ph(F, (2, 3)),
+             Tindices=Dt(I32))
+    for op in ("Select", "SelectV2"):
+        b = new(op)
+        b.op(op, b.ph(BOOL, (2, 3)), b.ph(F, (2, 3)), b.ph(F, (2, 3)))
+    b = new("Where")
+    b.op("Where", b.ph(BOOL, (2, 3)), T=BOOL)
+    b = new("ClipByValue")
+    b.op("ClipByValue", b.ph(F, (2, 3)), b.const(np.float32(-1)), b.const(np.float32(1)))
+    b = new("TopKV2")
+    b.op("TopKV2", b.ph(F, (2, 5)), b.const(np.int32(2)), sorted=True, Tk=Dt(I32))
+    b = new("Unique")
+    b.op("Unique", b.ph(F, (6,)), out_idx=Dt(I32))
+    b = new("InvertPermutation")
+    b.op("InvertPermutation", b.ph(I32, (4,)), T=I32)
+    for op in ("Shape", "Size"):
+        b = new(op)
+        b.op(op, b.ph(F, (None, 3)), out_type=Dt(I32))
+    b = new("Rank")
+    b.op("Rank", b.ph(F, (2, 3)))
+    b = new("ShapeN")
+    b.op("ShapeN", b.ph(F, (2, 3)), b.ph(F, (4,)), N=2, out_type=Dt(I64))
+    b = new("IdentityN")
+    b.node("IdentityN", [b.ph(F, (2, 3)), b.ph(I32, (2,))], T=[Dt(F), Dt(I32)])
+    b = new("MatrixBandPart")
+    b.op("MatrixBandPart", b.ph(F, (3, 3)), b.const(np.int64(1)), b.const(np.int64(0)),
+         Tindex=Dt(I64))
+    b = new("MatrixDiag")
+    b.op("MatrixDiag", b.ph(F, (2, 3)))
+    b = new("MatrixDiagV3")
+    b.op("MatrixDiagV3", b.ph(F, (2, 3)), b.const(np.int32(0)), b.const(np.int32(-1)),
+         b.const(np.int32(-1)), b.const(np.float32(0)), align="RIGHT_LEFT")
+    for op in ("DepthToSpace", "SpaceToDepth"):
+        b = new(op)
+        b.op(op, b.ph(F, (1, 2, 2, 4) if op == "DepthToSpace" else (1, 4, 4, 1)), block_size=2,
+             data_format="NHWC")
+    b = new("SpaceToBatchND")
+    b.op("SpaceToBatchND", b.ph(F, (1, 4, 4, 1)), b.const(np.array([2, 2], np.int32)),
+         b.const(np.array([[0, 0], [0, 0]], np.int32)), Tblock_shape=Dt(I32), Tpaddings=Dt(I32))
+    b = new("BatchToSpaceND")
+    b.op("BatchToSpaceND", b.ph(F, (4, 2, 2, 1)), b.const(np.array([2, 2], np.int32)),
+         b.const(np.array([[0, 0], [0, 0]], np.int32)), Tblock_shape=Dt(I32), Tcrops=Dt(I32))
+    for op in ("ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic"):
+        b = new(op)
+        b.op(op, b.ph(F, (1, 3, 3, 2)), b.const(np.array([6, 5], np.int32)), align_corners=False,
+             half_pixel_centers=op != "ResizeBicubic")
+    for version in (3, 4, 5):
+        b = new(f"NonMaxSuppressionV{version}")
+        extra = {4: dict(pad_to_max_output_size=False), 5: dict(pad_to_max_output_size=False)}
+        inputs = [b.ph(F, (5, 4)), b.ph(F, (5,)), b.const(np.int32(3)), b.const(np.float32(0.5)),
+                  b.const(np.float32(0.0))] + ([b.const(np.float32(0.0))] if version == 5 else [])
+        b.op(f"NonMaxSuppressionV{version}", *inputs, **extra.get(version, {}))
+    b = new("Einsum")
+    b.op("Einsum", b.ph(F, (2, 3)), b.ph(F, (3, 4)), equation="ij,jk->ik", N=2)
+    b = new("AddN")
+    b.op("AddN", b.ph(F, (2, 3)), b.ph(F, (2, 3)), b.const(_rand(2, 3)), N=3)
+    b = new("PlaceholderWithDefault")
+    b.op("Relu", b.node("PlaceholderWithDefault", [b.const(_rand(2, 3))], dtype=Dt(F),
+                        shape=Shp((2, 3))))
+    b = new("BoostedTreesBucketize")
+    b.node("BoostedTreesBucketize", [b.ph(F, (4,)), b.const(np.array([0.0, 1.0], np.float32))],
+           num_features=1)
+    b = new("CheckNumerics")
+    b.op("Relu", b.op("CheckNumerics", b.ph(F, (2, 3)), message="bad"))
+    b = new("EnsureShape")
+    b.op("Relu", b.op("EnsureShape", b.ph(F, (None, 3)), shape=Shp((2, 3))))
+
+    # -- several nodes: a dense layer, folding, fusions ---------------------------------------
+    b = new("Dense")
+    h = b.op("BiasAdd", b.op("MatMul", b.ph(F, (None, 4)), b.const(_rand(4, 3))), b.const(_rand(3)))
+    b.op("Softmax", b.op("Relu", h))
+    b = new("FoldChain")
+    t = b.op("Tile", b.op("Fill", b.const(np.array([2, 2], np.int32)), b.const(np.float32(0.5))),
+             b.const(np.array([1, 3], np.int32)))
+    b.op("AddV2", b.op("Reshape", t, b.const(np.array([2, 6], np.int32))), b.ph(F, (2, 6)))
+    b = new("ShapeArith")
+    x = b.ph(F, (None, 4))
+    n = b.op("StridedSlice", b.op("Shape", x, out_type=Dt(I32)), b.const(np.array([0], np.int32)),
+             b.const(np.array([1], np.int32)), b.const(np.array([1], np.int32)), T=I32,
+             Index=Dt(I32), shrink_axis_mask=1)
+    shape = b.op("Pack", n, b.const(np.int32(2)), b.const(np.int32(2)), T=I32, N=3, axis=0)
+    b.op("Reshape", x, shape, Tshape=Dt(I32))
+    b = new("GeluErf")
+    x = b.ph(F, (2, 8))
+    erf = b.op("Erf", b.op("RealDiv", x, b.const(np.float32(1.4142135))))
+    one = b.op("AddV2", erf, b.const(np.float32(1.0)))
+    b.op("Mul", b.op("Mul", x, b.const(np.float32(0.5))), one)
+    b = new("GeluTanh")
+    x = b.ph(F, (2, 8))
+    cube = b.op("Mul", b.const(np.float32(0.044715)), b.op("Pow", x, b.const(np.float32(3)),
+                                                            name="gelu/Pow"), name="gelu/mul")
+    inner = b.op("AddV2", x, cube, name="gelu/add")
+    th = b.op("Tanh", b.op("Mul", b.const(np.float32(0.7978846)), inner, name="gelu/mul_1"),
+              name="gelu/Tanh")
+    one = b.op("AddV2", b.const(np.float32(1.0)), th, name="gelu/add_1")
+    half = b.op("Mul", b.const(np.float32(0.5)), x, name="gelu/mul_2")
+    b.op("Mul", half, one, name="gelu/mul_3")
+    b = new("Swish")
+    x = b.ph(F, (2, 8))
+    b.op("Mul", x, b.op("Sigmoid", x))
+    b = new("HardSwish")
+    x = b.ph(F, (2, 8))
+    r6 = b.op("Relu6", b.op("AddV2", x, b.const(np.float32(3.0))))
+    b.op("Mul", x, b.op("Mul", r6, b.const(np.float32(1.0 / 6.0))))
+    b = new("LayerNorm")
+    x = b.ph(F, (2, 3, 8))
+    s = "layer_normalization/moments"
+    axes = b.const(np.array([-1], np.int32), name=f"{s}/reduction_indices")
+    mean = b.op("Mean", x, axes, name=f"{s}/mean", keep_dims=True, Tidx=Dt(I32))
+    stop = b.op("StopGradient", mean, name=f"{s}/StopGradient")
+    sq = b.op("SquaredDifference", x, stop, name=f"{s}/SquaredDifference")
+    var = b.op("Mean", sq, axes, name=f"{s}/variance", keep_dims=True, Tidx=Dt(I32))
+    s = "layer_normalization/batchnorm"
+    eps = b.op("AddV2", var, b.const(np.float32(1e-3), name=f"{s}/add/y"), name=f"{s}/add")
+    rs = b.op("Rsqrt", eps, name=f"{s}/Rsqrt")
+    mul = b.op("Mul", rs, b.const(_rand(8) + 1, name=f"{s}/gamma"), name=f"{s}/mul")
+    xm = b.op("Mul", x, mul, name=f"{s}/mul_1")
+    mm = b.op("Mul", mean, mul, name=f"{s}/mul_2")
+    sub = b.op("Sub", b.const(_rand(8), name=f"{s}/beta"), mm, name=f"{s}/sub")
+    b.op("AddV2", xm, sub, name=f"{s}/add_1")
+
+    # -- functions and control flow -----------------------------------------------------------
+    def neg_body(builder, nodes):
+        builder.op("Neg", "arg", name="n", nodes=nodes)
+        return {"out": "n:y:0"}
+
+    def abs_body(builder, nodes):
+        builder.op("Abs", "arg", name="a", nodes=nodes)
+        return {"out": "a:y:0"}
+
+    for op in ("PartitionedCall", "StatefulPartitionedCall"):
+        b = new(op)
+        b.function("neg_fn", [("arg", F)], [("out", F)], neg_body)
+        call = b.node(op, [b.ph(F, (2, 3))], Tin=[Dt(F)], Tout=[Dt(F)], f=Fn("neg_fn"))
+        b.op("Relu", call)
+    for op in ("If", "StatelessIf"):
+        b = new(op)
+        b.function("then_fn", [("arg", F)], [("out", F)], neg_body)
+        b.function("else_fn", [("arg", F)], [("out", F)], abs_body)
+        b.node(op, [b.ph(BOOL, ()), b.ph(F, (2, 3))], Tcond=Dt(BOOL), Tin=[Dt(F)], Tout=[Dt(F)],
+               then_branch=Fn("then_fn"), else_branch=Fn("else_fn"), output_shapes=[Shp((2, 3))])
+
+    def cond_body(builder, nodes):
+        builder.op("Less", "i", builder.node("Const", (), "limit", nodes, dtype=Dt(I32),
+                                              value=np.array(3, np.int32)), T=I32, name="less",
+                   nodes=nodes)
+        return {"ok": "less:z:0"}
+
+    def loop_body(builder, nodes):
+        one = builder.node("Const", (), "one", nodes, dtype=Dt(I32), value=np.array(1, np.int32))
+        builder.op("AddV2", "i", f"{one}:output:0", T=I32, name="next", nodes=nodes)
+        builder.op("Mul", "x", "x", name="sq", nodes=nodes)
+        return {"i_out": "next:z:0", "x_out": "sq:z:0"}
+
+    for op in ("While", "StatelessWhile"):
+        b = new(op)
+        b.function("cond_fn", [("i", I32), ("x", F)], [("ok", BOOL)], cond_body)
+        b.function("body_fn", [("i", I32), ("x", F)], [("i_out", I32), ("x_out", F)], loop_body)
+        b.node(op, [b.const(np.int32(0)), b.ph(F, (2, 3))], T=[Dt(I32), Dt(F)], cond=Fn("cond_fn"),
+               body=Fn("body_fn"), output_shapes=[Shp(()), Shp((2, 3))], parallel_iterations=10)
+    return [(b.name, b.serialize()) for b in seeds]
+
+
+# == the corpus =============================================================================
+@dataclass
+class Corpus:
+    """What cases are mutated from: GraphDefs (name, bytes), their IR files (name, text,
+    weights), the op types tf2ir knows and a pool of IR tokens."""
+
+    graphs: List[Tuple[str, bytes]]
+    irs: List[Tuple[str, str, bytes]]
+    op_types: List[str]
+    ir_tokens: List[str]
+    ir_lines: List[str]
+
+
+CONVERTER_OPS = ("Const", "Placeholder", "Identity", "NoOp", "CheckNumerics", "EnsureShape",
+                 "PreventGradient", "Snapshot", "StopGradient", "PlaceholderWithDefault")
+ODD_OPS = ("", "FuzzUnknownOp", "Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond",
+           "PartitionedCall", "StatefulPartitionedCall", "If", "While", "IdentityN",
+           "GeluFusion", "LayerNormFusion", "SwishFusion", "op\nwith newline", "Neg ", "relu")
+
+
+def build_corpus(manager=None, extra: Sequence[str] = ()) -> Corpus:
+    """The seed corpus: sample_cnn.pb, the built seed graphs, files in `extra` (.pb/.pbtxt
+    paths or directories of them) and the IR of each that converts."""
+    from google.protobuf import text_format
+    from tensorboard.compat.proto import graph_pb2
+
+    from tf2ir.ir.text import save
+    from tf2ir.parser.pipeline import Pipeline
+    graphs = []
+    if os.path.exists(SAMPLE_CNN):
+        with open(SAMPLE_CNN, "rb") as f:
+            graphs.append(("sample_cnn", f.read()))
+    graphs.extend(seed_graphs())
+    for path in _expand(extra):
+        with open(path, "rb") as f:
+            data = f.read()
+        if path.endswith(".pbtxt"):
+            graph_def = graph_pb2.GraphDef()
+            text_format.Parse(data.decode("utf-8"), graph_def)
+            data = graph_def.SerializeToString()
+        graphs.append((os.path.basename(path), data))
+    pipeline = Pipeline(manager)
+    irs = []
+    with tempfile.TemporaryDirectory(prefix="tf2ir-fuzz-") as tmp:
+        path = os.path.join(tmp, "seed.ir")
+        _warm_up(pipeline, graphs[0][1], tmp)
+        for name, data in graphs:
+            graph_def = graph_pb2.GraphDef()
+            graph_def.ParseFromString(data)
+            try:
+                graph, _ = pipeline.convert_graph_def(graph_def, name)
+                save(graph, path)
+            except Exception:   # a seed that does not convert gives no IR seed
+                continue
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            with open(path + ".weights", "rb") as f:
+                irs.append((name, text, f.read()))
+    op_types = sorted(set(pipeline.manager.registry) | set(CONVERTER_OPS))
+    tokens, lines = set(), set()
+    for _, text, _ in irs:
+        for line in text.split("\n"):
+            lines.add(line)
+            tokens.update(m.group() for m in _IR_TOKEN.finditer(line))
+    return Corpus(graphs, irs, op_types, sorted(tokens), sorted(lines))
+
+
+def _warm_up(pipeline, data: bytes, tmp: str) -> None:
+    """Convert, compile and check one seed here, so that the modules a case needs are
+    imported before workers fork: every worker runs the code as it was at start."""
+    import importlib
+    for module in ("tf2ir.ir.infer", "tf2ir.ir.text"):   # what compile cases need
+        importlib.import_module(module)
+    path = os.path.join(tmp, "warm.pb")
+    with open(path, "wb") as f:
+        f.write(data)
+    try:
+        graph, _ = pipeline.convert_file(path)
+        pipeline.compile(graph, os.path.join(tmp, "warm.onnx"))
+        check_model_file(os.path.join(tmp, "warm.onnx"))
+    except Exception:
+        pass
+
+
+def _expand(paths: Sequence[str]) -> List[str]:
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            found.extend(os.path.join(path, n) for n in sorted(os.listdir(path))
+                         if n.endswith((".pb", ".pbtxt")))
+        else:
+            found.append(path)
+    return found
+
+
+# == cases ==================================================================================
+@dataclass
+class Case:
+    """One input: its kind, its files (suffix → bytes, the first is the model), and how it
+    was made (index under the run's seed, the seed corpus entry, the mutations)."""
+
+    kind: str
+    index: int
+    files: Dict[str, bytes]
+    origin: str = ""
+    mutations: List[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+
+def case_rng(seed: int, kind: str, index: int) -> random.Random:
+    return random.Random(f"{seed}:{kind}:{index}")
+
+
+def make_case(corpus: Corpus, kind: str, index: int, seed: int = 0) -> Case:
+    """The `index`th case of `kind` under `seed`: the same bytes on every call."""
+    rng = case_rng(seed, kind, index)
+    if kind == "pb":
+        name, data = rng.choice(corpus.graphs)
+        ops: List[str] = []
+        data = mutate_bytes(data, rng, corpus, ops)
+        return Case(kind, index, {".pb": data}, name, ops)
+    if kind == "pbtxt":
+        name, data = rng.choice(corpus.graphs)
+        ops = []
+        files = mutate_graph_def(data, rng, corpus, ops)
+        return Case(kind, index, files, name, ops)
+    if kind == "ir":
+        name, text, weights = rng.choice(corpus.irs)
+        ops = []
+        files = mutate_ir(text, weights, rng, corpus, ops)
+        return Case(kind, index, files, name, ops)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+INTERESTING_INTS = (0, 1, 2, 3, 4, 7, 8, 16, 64, 127, 128, 255, 256, 1023, 4096, 65535, 65536,
+                    2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 40, 2 ** 62, 2 ** 63 - 1,
+                    -1, -2, -3, -4, -128, -2 ** 31, -2 ** 63)
+INTERESTING_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e-30, 1e30, 3.4e38, 1e300, float("inf"),
+                      float("-inf"), float("nan"), 2.0 ** 31, -2.0 ** 63)
+
+
+def _int(rng: random.Random) -> int:
+    return rng.choice(INTERESTING_INTS) if rng.random() < 0.8 else rng.randint(-100, 100)
+
+
+# -- pb: bytes and wire structure --------------------------------------------------------------
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int, end: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ValueError("bad varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+class Wire:
+    """A protobuf message as a tree of fields [number, wire type, value]: an int (varint),
+    bytes (fixed, or a length-delimited leaf) or a list of fields (a nested message)."""
+
+    @staticmethod
+    def parse(data: bytes, start: int = 0, end: Optional[int] = None, depth: int = 0) -> list:
+        end = len(data) if end is None else end
+        fields, pos = [], start
+        while pos < end:
+            key, pos = _read_varint(data, pos, end)
+            number, wire_type = key >> 3, key & 7
+            if number == 0:
+                raise ValueError("field 0")
+            if wire_type == 0:
+                value, pos = _read_varint(data, pos, end)
+            elif wire_type in (1, 5):
+                size = 8 if wire_type == 1 else 4
+                value, pos = data[pos:pos + size], pos + size
+            elif wire_type == 2:
+                length, pos = _read_varint(data, pos, end)
+                if pos + length > end:
+                    raise ValueError("length past the end")
+                value = data[pos:pos + length]
+                if depth < 10 and length and length < 65536:
+                    try:
+                        value = Wire.parse(data, pos, pos + length, depth + 1)
+                    except ValueError:
+                        pass
+                pos += length
+            else:
+                raise ValueError("wire type")
+            if pos > end:
+                raise ValueError("past the end")
+            fields.append([number, wire_type, value])
+        return fields
+
+    @staticmethod
+    def serialize(fields: list, lengths: Optional[Dict[int, int]] = None) -> bytes:
+        out = bytearray()
+        for f in fields:
+            number, wire_type, value = f
+            out += _varint((number << 3) | wire_type)
+            if wire_type == 0:
+                out += _varint(value if isinstance(value, int) else 0)
+            elif wire_type == 2 or isinstance(value, list):
+                payload = Wire.serialize(value, lengths) if isinstance(value, list) else bytes(value)
+                length = (lengths or {}).get(id(f), len(payload))
+                out += _varint(length) + payload
+            else:
+                out += bytes(value)
+        return bytes(out)
+
+    @staticmethod
+    def all_fields(fields: list, out: Optional[list] = None, parent: Optional[list] = None) -> list:
+        """Every field with the list that holds it: [(field, its parent list)]."""
+        out = [] if out is None else out
+        for f in fields:
+            out.append((f, fields))
+            if isinstance(f[2], list):
+                Wire.all_fields(f[2], out, f[2])
+        return out
+
+
+def _bytes_leaf(value: bytes, rng: random.Random) -> bytes:
+    choice = rng.randrange(6)
+    buf = bytearray(value)
+    if choice == 0 and buf:
+        buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+    elif choice == 1:
+        buf = buf[:rng.randrange(len(buf) + 1)]
+    elif choice == 2:
+        buf += bytes(rng.randrange(256) for _ in range(rng.choice((1, 4, 8, 64))))
+    elif choice == 3:
+        return rng.choice((b"", b"\x00", b"\xff\xfe", b"a" * 300, b"SAME", b"VALID", b"NCHW",
+                           b"EXPLICIT", b"x:0", b"^x", b"\xc3\x28", b"%", b"\n"))
+    elif choice == 4:
+        buf = buf * rng.choice((2, 3))
+    else:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
+    return bytes(buf)
+
+
+def mutate_wire(data: bytes, rng: random.Random, corpus: Corpus, ops: List[str]) -> bytes:
+    """Edits of the wire structure, re-serialized with consistent lengths (or one broken)."""
+    try:
+        tree = Wire.parse(data)
+    except ValueError:
+        return mutate_raw(data, rng, corpus, ops)
+    fields = Wire.all_fields(tree)
+    if not fields:
+        return mutate_raw(data, rng, corpus, ops)
+    lengths: Dict[int, int] = {}
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        f, parent = rng.choice(fields)
+        choice = rng.randrange(9)
+        if choice == 0 and f[1] == 0:
+            f[2] = _int(rng) if rng.random() < 0.9 else rng.randrange(1 << 64)
+            ops.append("wire:varint")
+        elif choice == 1 and f[1] in (1, 5):
+            value = rng.choice(INTERESTING_FLOATS)
+            f[2] = struct.pack("<d" if f[1] == 1 else "<f", value) if abs(value) < 3e38 or \
+                f[1] == 1 or value != value or abs(value) == float("inf") else b"\xff\xff\x7f\x7f"
+            ops.append("wire:fixed")
+        elif choice == 2 and f[1] == 2 and not isinstance(f[2], list):
+            f[2] = _bytes_leaf(f[2], rng)
+            ops.append("wire:bytes")
+        elif choice == 3 and _position(parent, f) is not None:
+            del parent[_position(parent, f)]
+            ops.append("wire:drop")
+        elif choice == 4 and _position(parent, f) is not None:
+            parent.insert(_position(parent, f) + rng.choice((0, 1)), _copy_field(f))
+            ops.append("wire:repeat")
+        elif choice == 5:
+            _, other = rng.choice(fields)
+            other.insert(rng.randrange(len(other) + 1), _copy_field(f))
+            ops.append("wire:move")
+        elif choice == 6:
+            f[0] = max(1, f[0] + rng.choice((-2, -1, 1, 2, 7, 100)))
+            ops.append("wire:number")
+        elif choice == 7 and f[1] == 2:
+            payload = Wire.serialize(f[2]) if isinstance(f[2], list) else f[2]
+            lengths[id(f)] = max(0, len(payload) + rng.choice((-3, -1, 1, 2, 1000, 2 ** 31)))
+            ops.append("wire:length")
+        else:   # a field from another seed graph
+            _, other_data = rng.choice(corpus.graphs)
+            try:
+                other = Wire.all_fields(Wire.parse(other_data))
+            except ValueError:
+                continue
+            if other:
+                parent.insert(rng.randrange(len(parent) + 1), _copy_field(rng.choice(other)[0]))
+                ops.append("wire:transplant")
+    return Wire.serialize(tree, lengths)
+
+
+def _position(fields: list, f: list) -> Optional[int]:
+    return next((i for i, g in enumerate(fields) if g is f), None)
+
+
+def _copy_field(f: list) -> list:
+    number, wire_type, value = f
+    return [number, wire_type, [_copy_field(c) for c in value] if isinstance(value, list) else value]
+
+
+def mutate_raw(data: bytes, rng: random.Random, corpus: Corpus, ops: List[str]) -> bytes:
+    """Blind byte edits: flips, interesting bytes, truncation, insertion, deletion, range
+    duplication, splicing with another seed."""
+    buf = bytearray(data)
+    for _ in range(rng.choice((1, 1, 2, 3, 4))):
+        n = len(buf)
+        choice = rng.randrange(8)
+        if choice == 0 and n:
+            buf[rng.randrange(n)] ^= 1 << rng.randrange(8)
+            ops.append("raw:flip")
+        elif choice == 1 and n:
+            buf[rng.randrange(n)] = rng.choice((0, 1, 0x7F, 0x80, 0xFF, 0x08, 0x10, 0x12, 0x1A,
+                                                0x22, 0x2A))
+            ops.append("raw:byte")
+        elif choice == 2:
+            del buf[rng.randrange(n + 1):]
+            ops.append("raw:truncate")
+        elif choice == 3:
+            pos = rng.randrange(n + 1)
+            buf[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.choice((1, 2, 4, 8, 32))))
+            ops.append("raw:insert")
+        elif choice == 4 and n:
+            start = rng.randrange(n)
+            del buf[start:start + rng.choice((1, 2, 4, 16, 256))]
+            ops.append("raw:delete")
+        elif choice == 5 and n:
+            start = rng.randrange(n)
+            chunk = buf[start:start + rng.choice((2, 8, 64, 1024))]
+            pos = rng.randrange(n + 1)
+            buf[pos:pos] = chunk * rng.choice((1, 1, 2, 16))
+            ops.append("raw:duplicate")
+        elif choice == 6:
+            _, other = rng.choice(corpus.graphs)
+            buf = buf[:rng.randrange(n + 1)] + other[rng.randrange(len(other) + 1):]
+            ops.append("raw:splice")
+        else:
+            pos = rng.randrange(n + 1)
+            buf[pos:pos] = _varint(rng.choice(INTERESTING_INTS))
+            ops.append("raw:varint")
+    return bytes(buf)
+
+
+def mutate_bytes(data: bytes, rng: random.Random, corpus: Corpus, ops: List[str]) -> bytes:
+    if rng.random() < 0.7:
+        return mutate_wire(data, rng, corpus, ops)
+    return mutate_raw(data, rng, corpus, ops)
+
+
+# -- pbtxt: the parsed GraphDef ----------------------------------------------------------------
+PORT_SUFFIXES = ("", "", ":0", ":1", ":2", ":9", ":-1", ":", ":x", ":notanumber",
+                 ":99999999999999999999", ":1:2")
+ATTR_KEYS = ("T", "dtype", "value", "shape", "N", "axis", "strides", "padding", "ksize",
+             "data_format", "dilations", "keep_dims", "perm", "Tout", "Tin", "f", "num_split",
+             "squeeze_dims", "transpose_a", "epsilon", "_output_shapes", "output_shapes",
+             "out_type", "DstT", "then_branch", "body", "cond", "block_size", "explicit_paddings",
+             "equation", "num", "batch_dims", "Tidx", "seq_dim", "shrink_axis_mask", "begin_mask")
+DTYPE_ENUMS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 17, 18, 19, 20, 21, 22, 23, 24,
+               101, 103, 110, 120, 200, -1, 2 ** 31 - 1)
+STRINGS = (b"", b"SAME", b"VALID", b"EXPLICIT", b"NHWC", b"NCHW", b"NDHWC", b"NCDHW", b"REFLECT",
+           b"SYMMETRIC", b"ij,jk->ik", b"...ij,...jk->...ik", b"ii->i", b"a,b->", b"bad",
+           b"\xff\xfe", b"x\ny", b"%s%n", b"a" * 1000, b"RIGHT_LEFT", b"LEFT_RIGHT")
+
+
+def _random_shape(rng: random.Random, proto) -> None:
+    proto.Clear()
+    choice = rng.randrange(6)
+    if choice == 0:
+        proto.unknown_rank = True
+        return
+    rank = rng.choice((0, 1, 2, 3, 4, 5, 6, 9, 33)) if choice != 1 else rng.randrange(1, 5)
+    for _ in range(rank):
+        proto.dim.add(size=rng.choice((1, 2, 3, 4, -1, -1, 0, -2, -7, 2 ** 31, 2 ** 40,
+                                       2 ** 62, 10 ** 9, 100000)))
+
+
+def _random_tensor(rng: random.Random, tensor) -> None:
+    """Mutate a TensorProto in place: dtype, shape, content that agrees or not."""
+    choice = rng.randrange(8)
+    if choice == 0:
+        tensor.dtype = rng.choice(DTYPE_ENUMS)
+    elif choice == 1:
+        _random_shape(rng, tensor.tensor_shape)
+    elif choice == 2:   # a shape claiming many elements: TF fills from the last value
+        tensor.ClearField("tensor_content")
+        tensor.tensor_shape.Clear()
+        for d in rng.choice(((2 ** 31,), (50000, 50000), (10 ** 9, 2), (4096, 4096, 64),
+                             (100000,), (3, -1), (0, 10 ** 12))):
+            tensor.tensor_shape.dim.add(size=d)
+        tensor.float_val.append(1.0)
+        tensor.int_val.append(1)
+    elif choice == 3:
+        content = tensor.tensor_content
+        tensor.tensor_content = content[:rng.randrange(len(content) + 1)] if content else \
+            bytes(rng.randrange(256) for _ in range(rng.choice((1, 3, 7, 64))))
+    elif choice == 4:
+        tensor.ClearField("tensor_content")
+        for _ in range(rng.choice((1, 2, 5))):
+            tensor.float_val.append(rng.choice(INTERESTING_FLOATS))
+            tensor.int_val.append(max(-2 ** 31, min(2 ** 31 - 1, _int(rng))))
+            tensor.int64_val.append(max(-2 ** 63, min(2 ** 63 - 1, _int(rng))))
+            tensor.bool_val.append(rng.random() < 0.5)
+            tensor.half_val.append(rng.randrange(65536))
+    elif choice == 5:
+        tensor.string_val.append(rng.choice(STRINGS))
+    elif choice == 6:
+        tensor.tensor_content += tensor.tensor_content or b"\x00" * 4
+    else:
+        tensor.dtype = rng.choice((1, 3, 7, 9, 10, 19))
+        _random_shape(rng, tensor.tensor_shape)
+
+
+def _random_attr(rng: random.Random, value, corpus: Corpus, names: Sequence[str],
+                 functions: Sequence[str]) -> None:
+    """Replace an AttrValue in place by a value of a random kind (or the same kind changed)."""
+    which = value.WhichOneof("value")
+    keep_kind = which is not None and rng.random() < 0.5
+    kind = which if keep_kind else rng.choice(("s", "i", "f", "b", "type", "shape", "tensor",
+                                               "list", "func", "placeholder", None))
+    if kind == "tensor" and keep_kind:
+        _random_tensor(rng, value.tensor)
+        return
+    if kind == "shape" and keep_kind:
+        _random_shape(rng, value.shape)
+        return
+    if kind == "list" and keep_kind:
+        lst = value.list
+        for name in ("i", "f", "s", "type", "b"):
+            items = getattr(lst, name)
+            if len(items) and rng.random() < 0.5:
+                if rng.random() < 0.4:
+                    del items[rng.randrange(len(items)):]
+                elif name == "i":
+                    items[rng.randrange(len(items))] = _int(rng)
+                    if rng.random() < 0.3:
+                        items.extend([_int(rng)] * rng.choice((1, 2, 5)))
+                elif name == "type":
+                    items[rng.randrange(len(items))] = rng.choice(DTYPE_ENUMS) % 2 ** 31
+                elif name == "f":
+                    items.append(rng.choice(INTERESTING_FLOATS))
+                return
+        kind = "list"
+    value.Clear()
+    if kind == "s":
+        value.s = rng.choice(STRINGS)
+    elif kind == "i":
+        value.i = _int(rng)
+    elif kind == "f":
+        value.f = rng.choice(INTERESTING_FLOATS)
+    elif kind == "b":
+        value.b = rng.random() < 0.5
+    elif kind == "type":
+        value.type = rng.choice(DTYPE_ENUMS) % 2 ** 31
+    elif kind == "shape":
+        _random_shape(rng, value.shape)
+    elif kind == "tensor":
+        _tensor_proto(np.asarray(rng.choice(([1, 2], 3.0, [[1.5]], np.zeros((2, 3), np.float32),
+                                             True, ["a", "b"]))), value.tensor)
+        if rng.random() < 0.5:
+            _random_tensor(rng, value.tensor)
+    elif kind == "list":
+        lst = value.list
+        lst.SetInParent()
+        sub = rng.randrange(7)
+        n = rng.choice((0, 1, 2, 3, 4, 5, 8))
+        if sub == 0:
+            lst.i.extend(_int(rng) if rng.random() < 0.4 else 1 for _ in range(n))
+        elif sub == 1:
+            lst.f.extend(rng.choice(INTERESTING_FLOATS) for _ in range(n))
+        elif sub == 2:
+            lst.s.extend(rng.choice(STRINGS) for _ in range(n))
+        elif sub == 3:
+            lst.type.extend(rng.choice(DTYPE_ENUMS) % 2 ** 31 for _ in range(n))
+        elif sub == 4:
+            for _ in range(n):
+                _random_shape(rng, lst.shape.add())
+        elif sub == 5:
+            for _ in range(n):
+                lst.func.add(name=rng.choice(list(functions) or ["nofn"]))
+        else:
+            lst.b.extend(rng.random() < 0.5 for _ in range(n))
+    elif kind == "func":
+        value.func.name = rng.choice(list(functions) + ["missing_fn", ""])
+    elif kind == "placeholder":
+        value.placeholder = rng.choice(("T", "", "dtype"))
+
+
+def _node_lists(graph_def) -> list:
+    """The repeated NodeDef fields: the graph's nodes and each function body's."""
+    return [graph_def.node] + [f.node_def for f in graph_def.library.function]
+
+
+def _input_ref(rng: random.Random, names: Sequence[str]) -> str:
+    choice = rng.random()
+    if choice < 0.05:
+        return rng.choice(("missing", "", "^", "^missing", "x:0:0", "a/b:1"))
+    name = rng.choice(names) if names else "missing"
+    return ("^" if choice < 0.15 else "") + name + rng.choice(PORT_SUFFIXES)
+
+
+def _add_function_call(graph_def, rng: random.Random, corpus: Corpus, node) -> str:
+    """Give the graph a function (copied from a seed, or a fresh identity/self call) and
+    make `node` call it."""
+    from tensorboard.compat.proto import graph_pb2
+    library = graph_def.library
+    choice = rng.randrange(4)
+    if choice == 0 or not len(library.function):
+        donors = [d for n, d in corpus.graphs if n in ("PartitionedCall", "If", "While")]
+        donor = graph_pb2.GraphDef()
+        donor.ParseFromString(rng.choice(donors))
+        for fdef in donor.library.function:
+            if all(f.signature.name != fdef.signature.name for f in library.function):
+                library.function.add().CopyFrom(fdef)
+    if choice == 1:   # a function that calls itself, or one whose ret names nothing sensible
+        fdef = library.function.add()
+        fdef.signature.name = f"fuzz_fn_{len(library.function)}"
+        fdef.signature.input_arg.add(name="a", type=1)
+        fdef.signature.output_arg.add(name="r", type=rng.choice((1, 3, 0, 999)))
+        inner = fdef.node_def.add(name="rec", op=rng.choice(("PartitionedCall", fdef.signature.name,
+                                                             "Neg")), input=["a"])
+        inner.attr["f"].func.name = fdef.signature.name
+        inner.attr["Tout"].list.type.append(1)
+        inner.attr["T"].type = 1
+        fdef.ret["r"] = rng.choice(("rec:output:0", "rec:y:0", "rec:notanumber", "rec", "a",
+                                    "missing:y:0", "rec:y:7", "", "rec:y:-1"))
+    names = [f.signature.name for f in library.function]
+    target = rng.choice(names)
+    node.op = rng.choice(("PartitionedCall", "StatefulPartitionedCall", target, "If",
+                          "StatelessWhile"))
+    node.attr["f"].func.name = target
+    for key in ("then_branch", "else_branch", "cond", "body"):
+        if rng.random() < 0.3:
+            node.attr[key].func.name = rng.choice(names)
+    node.attr["Tout"].list.type.extend([1] * rng.choice((0, 1, 1, 2)))
+    node.attr["Tin"].list.type.extend([1] * rng.choice((0, 1, 2)))
+    return "proto:call"
+
+
+def mutate_graph_def(data: bytes, rng: random.Random, corpus: Corpus,
+                     ops: List[str]) -> Dict[str, bytes]:
+    """Protobuf-level edits of a parsed GraphDef → {".pbtxt": text} (or {".pb": bytes})."""
+    from google.protobuf import text_format
+    from tensorboard.compat.proto import graph_pb2
+    graph_def = graph_pb2.GraphDef()
+    graph_def.ParseFromString(data)
+    for _ in range(rng.choice((1, 1, 2, 2, 3, 4))):
+        lists = [lst for lst in _node_lists(graph_def) if len(lst)]
+        if not lists:
+            break
+        nodes = lists[0] if len(lists) == 1 or rng.random() < 0.7 else rng.choice(lists)
+        names = [n.name for n in nodes]
+        node = nodes[rng.randrange(len(nodes))]
+        functions = [f.signature.name for f in graph_def.library.function]
+        consts = [n for n in nodes if n.op == "Const"]
+        choice = rng.randrange(16)
+        if choice == 0:
+            node.op = rng.choice(corpus.op_types) if rng.random() < 0.85 else rng.choice(ODD_OPS)
+            ops.append("proto:op")
+        elif choice == 1 and len(node.input):
+            node.input[rng.randrange(len(node.input))] = _input_ref(rng, names + [node.name])
+            ops.append("proto:rewire")
+        elif choice == 2:
+            node.input.insert(rng.randrange(len(node.input) + 1), _input_ref(rng, names))
+            ops.append("proto:add-input")
+        elif choice == 3 and len(node.input):
+            del node.input[rng.randrange(len(node.input))]
+            ops.append("proto:drop-input")
+        elif choice == 4:
+            nodes.remove(node)
+            ops.append("proto:drop-node")
+        elif choice == 5:
+            copy = nodes.add()
+            copy.CopyFrom(node)
+            if rng.random() < 0.8:
+                copy.name = node.name + "_dup"
+            ops.append("proto:duplicate-node")
+        elif choice == 6:
+            node.name = rng.choice(names + ["", "a b", "x\ny", "n:0", "^n", "%v", "\u00e9", "/",
+                                            "a" * 500, node.name + "/sub"])
+            ops.append("proto:rename")
+        elif choice == 7 and len(node.attr):
+            del node.attr[rng.choice(sorted(node.attr))]
+            ops.append("proto:drop-attr")
+        elif choice in (8, 9):
+            key = rng.choice(sorted(node.attr)) if len(node.attr) and rng.random() < 0.8 \
+                else rng.choice(ATTR_KEYS)
+            _random_attr(rng, node.attr[key], corpus, names, functions)
+            ops.append(f"proto:attr:{key}")
+        elif choice == 10 and consts:
+            _random_tensor(rng, rng.choice(consts).attr["value"].tensor)
+            ops.append("proto:const")
+        elif choice == 11:
+            target = [n for n in nodes if n.op == "Placeholder"] or [node]
+            _random_shape(rng, rng.choice(target).attr["shape"].shape)
+            ops.append("proto:shape")
+        elif choice == 12:
+            ops.append(_add_function_call(graph_def, rng, corpus, node))
+        elif choice == 13:   # a node spliced in from another seed, its inputs rewired
+            donor = graph_pb2.GraphDef()
+            donor.ParseFromString(rng.choice(corpus.graphs)[1])
+            if len(donor.node):
+                new = nodes.add()
+                new.CopyFrom(donor.node[rng.randrange(len(donor.node))])
+                for i in range(len(new.input)):
+                    new.input[i] = _input_ref(rng, names)
+                if rng.random() < 0.5 and len(node.input):
+                    node.input[rng.randrange(len(node.input))] = new.name
+                ops.append("proto:splice")
+        elif choice == 14:
+            i, j = rng.randrange(len(nodes)), rng.randrange(len(nodes))
+            a, b = nodes[i].SerializeToString(), nodes[j].SerializeToString()
+            nodes[i].ParseFromString(b)
+            nodes[j].ParseFromString(a)
+            ops.append("proto:swap")
+        else:
+            node.device = rng.choice(("/cpu:0", "\xff", ""))
+            node.attr["_output_shapes"].list.shape.add().unknown_rank = True
+            ops.append("proto:noise")
+    if rng.random() < 0.3:
+        ops.append("as:pb")
+        return {".pb": graph_def.SerializeToString()}
+    text = text_format.MessageToString(graph_def)
+    if rng.random() < 0.15:
+        lines = text.split("\n")
+        i = rng.randrange(len(lines))
+        edit = rng.randrange(3)
+        if edit == 0:
+            del lines[i]
+        elif edit == 1:
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        else:
+            pos = rng.randrange(len(lines[i]) + 1)
+            lines[i] = lines[i][:pos] + rng.choice(("{", "}", '"', ":", "\\", " 1e999", "\x00",
+                                                     "\u00e9", " -", "[", "]")) + lines[i][pos:]
+        text = "\n".join(lines)
+        ops.append("text:edit")
+    return {".pbtxt": text.encode("utf-8", "surrogateescape")}
+
+
+# -- ir: text and weights ---------------------------------------------------------------------
+_IR_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|%[^\s,(){}\[\]:=]+|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'
+                       r'|[A-Za-z_][A-Za-z0-9_]*|->|\S')
+IR_NUMBERS = ("0", "-1", "1", "2", "3", "-2", "64", "2147483647", "2147483648", "-2147483649",
+              "4294967296", "9223372036854775807", "18446744073709551616", "99999999999999999999999",
+              "1e308", "1e999", "NaN", "Infinity", "-Infinity", "-0", "0.5", "1e-400", "?", "null",
+              "true", "[]", "{}", '""', "[1,2]")
+IR_PIECES = ("{", "}", "(", ")", "[", "]", '"', ",", ":", "=", "%", "->", "_", "\\", "\x00",
+             "\u00e9", "\ufffd", " ", "\t", "?", "*", "#", "\n", "subgraph ", "graph \"g\" {",
+             "node ", "input ", "output ")
+DTYPE_WORDS = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+               "uint8", "uint16", "uint32", "uint64", "bool", "string", "complex64", "complex128",
+               "float", "int", "str", "ints", "floats", "tensor", "shapes", "dtype", "bool8", "")
+
+
+def _mutate_ir_line(line: str, rng: random.Random, corpus: Corpus, ops: List[str]) -> str:
+    tokens = list(_IR_TOKEN.finditer(line))
+    choice = rng.randrange(6)
+    if tokens and choice < 4:
+        match = rng.choice(tokens)
+        start, end = match.span()
+        token = match.group()
+        if choice == 0 and re.fullmatch(r"-?\d.*", token):
+            new = rng.choice(IR_NUMBERS)
+            ops.append("ir:number")
+        elif choice == 1:
+            new = rng.choice(corpus.ir_tokens)
+            ops.append("ir:token")
+        elif choice == 2:
+            new = rng.choice(corpus.op_types) if rng.random() < 0.3 else \
+                rng.choice(DTYPE_WORDS + IR_NUMBERS)
+            ops.append("ir:word")
+        else:
+            new = rng.choice(("", token + token, token[:-1], token[1:]))
+            ops.append("ir:token-edit")
+        return line[:start] + new + line[end:]
+    if choice == 4:   # dims of a desc
+        spans = list(re.finditer(r"\[[^\]]*\]", line))
+        if spans:
+            m = rng.choice(spans)
+            new = rng.choice(("[]", "[*]", "[?]", "[?,?]", "[-1]", "[0]", "[0,3]", "[1000000000,1000000000]",
+                              "[2147483648]", "[1,2,3,4,5,6,7,8,9,10]", "[3,", "[a]", "[,]",
+                              "[99999999999999999999]"))
+            ops.append("ir:dims")
+            return line[:m.start()] + new + line[m.end():]
+    pos = rng.randrange(len(line) + 1)
+    ops.append("ir:char")
+    if line and rng.random() < 0.4:
+        return line[:pos] + line[pos + 1:]
+    return line[:pos] + rng.choice(IR_PIECES) + line[pos:]
+
+
+def mutate_ir(text: str, weights: bytes, rng: random.Random, corpus: Corpus,
+              ops: List[str]) -> Dict[str, bytes]:
+    lines = text.split("\n")
+    for _ in range(rng.choice((1, 1, 2, 2, 3, 4))):
+        choice = rng.randrange(10)
+        # mostly inside the graph: a broken header or graph line ends the parse at once
+        inner = len(lines) > 4 and rng.random() < 0.9
+        i = rng.randrange(2, len(lines) - 2) if inner else rng.randrange(len(lines)) if lines else 0
+        if choice < 4 and lines:
+            lines[i] = _mutate_ir_line(lines[i], rng, corpus, ops)
+        elif choice == 4 and lines:
+            del lines[i]
+            ops.append("ir:drop-line")
+        elif choice == 5 and lines:
+            lines.insert(rng.randrange(len(lines) + 1), lines[i])
+            ops.append("ir:repeat-line")
+        elif choice == 6 and lines:
+            j = rng.randrange(2, len(lines) - 2) if inner else rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+            ops.append("ir:swap-lines")
+        elif choice == 7:
+            lines.insert(rng.randrange(2, len(lines) - 1) if inner else rng.randrange(len(lines) + 1),
+                         rng.choice(corpus.ir_lines))
+            ops.append("ir:foreign-line")
+        else:
+            edit = rng.randrange(6)
+            weights = weights or b""
+            if edit == 0:
+                weights = weights[:rng.randrange(len(weights) + 1)]
+            elif edit == 1:
+                weights = b""
+            elif edit == 2 and weights:
+                buf = bytearray(weights)
+                for _ in range(rng.choice((1, 4, 16))):
+                    buf[rng.randrange(len(buf))] = rng.randrange(256)
+                weights = bytes(buf)
+            elif edit == 3:
+                weights = weights + bytes(rng.choice((1, 3, 64, 4096)))
+            elif edit == 4:
+                weights = rng.choice(corpus.irs)[2]
+            else:
+                weights = None
+            ops.append(f"ir:weights{edit}")
+    files = {".ir": "\n".join(lines).encode("utf-8", "surrogateescape")}
+    if weights is not None:
+        files[".ir.weights"] = weights
+    return files
+
+
+# == running one case =======================================================================
+class CaseTimeout(BaseException):
+    """Raised by SIGALRM inside a case (a BaseException, so `except Exception` in the code
+    under test does not swallow it; the alarm also sets a flag, in case something does)."""
+
+
+class InvalidModel(Exception):
+    """The written model fails onnx.checker.check_model(full_check=True)."""
+
+
+FUZZ_MAX_TENSOR_BYTES = 256 << 20
+
+
+class Context:
+    """What a worker keeps between cases: one Pipeline (one PluginManager), a work folder,
+    and the shared slot where it posts the running case's stage."""
+
+    def __init__(self, workdir: str, manager=None, slot=None):
+        from tf2ir.parser.pipeline import Options, Pipeline
+        # Compact constants may expand to --max-tensor-bytes (1 GiB by default); a fuzz worker
+        # has a 2 GB address-space budget, so it converts with a smaller documented limit.
+        self.pipeline = Pipeline(manager, Options(max_tensor_bytes=FUZZ_MAX_TENSOR_BYTES))
+        self.workdir = workdir
+        self.slot = slot
+
+    def stage(self, index: int) -> None:
+        if self.slot is not None:
+            self.slot[2] = index
+
+
+OUTPUT_NAME = "out.onnx"
+
+
+def execute_case(case: Case, ctx: Context) -> None:
+    """What `tf2ir convert` (.pb, .pbtxt) or `tf2ir compile` (.ir) does with the case's
+    files, in process; then the written model is checked."""
+    base = os.path.join(ctx.workdir, "case")
+    for suffix, data in case.files.items():
+        with open(base + suffix, "wb") as f:
+            f.write(data)
+    model = base + next(iter(case.files))
+    out = os.path.join(ctx.workdir, OUTPUT_NAME)
+    ctx.stage(1)
+    if model.endswith(".ir"):
+        from tf2ir.ir.infer import infer_graph
+        from tf2ir.ir.text import load
+        graph = load(model)
+        infer_graph(graph, model=model)
+    else:
+        graph, _ = ctx.pipeline.convert_file(model)
+    ctx.stage(2)
+    ctx.pipeline.compile(graph, out, model=model)
+    ctx.stage(3)
+    check_model_file(out)
+
+
+def check_model_file(path: str) -> None:
+    import onnx
+    if not os.path.isfile(path):
+        raise InvalidModel("compile returned but wrote no model")
+    try:
+        onnx.checker.check_model(path, full_check=True)
+    except Exception as exc:
+        raise InvalidModel(f"{type(exc).__name__}: {_first_line(str(exc))}") from None
+
+
+@dataclass
+class Result:
+    kind: str
+    index: int
+    outcome: str
+    seconds: float
+    size: int = 0
+    key: Tuple[str, str] = ("", "")          # defects: (exception type or class, where)
+    detail: Optional[Dict[str, Any]] = None  # defects: message, frame, function, traceback
+    error: Optional[str] = None              # clean errors: the message, normalized
+    multiline: bool = False                  # clean errors: str(error) is not one line
+
+
+_ALARM: Dict[str, Any] = {"fired": False, "stack": None}
+
+
+def _on_alarm(signum, frame):
+    _ALARM["fired"] = True
+    _ALARM["stack"] = traceback.extract_stack(frame)
+    raise CaseTimeout()
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = next((s for s in text.splitlines() if s.strip()), "")
+    return line[:limit]
+
+
+def normalize(message: str, limit: int = 90) -> str:
+    """A message with names, numbers and paths blanked, for grouping."""
+    message = _first_line(message, 400)
+    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", message)
+    message = re.sub(r"/[^\s,:]+", "PATH", message)
+    message = re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?\b", "N", message)
+    return message[:limit]
+
+
+_THIS = os.path.abspath(__file__)
+_OUTSIDE = tuple(os.path.join(ROOT, d) + os.sep for d in (".venv", "tests", "build", ".git"))
+
+
+def tf2ir_frame(frames) -> Tuple[str, str]:
+    """The innermost frame in tf2ir's own code: ("parser/attrs.py:57", function)."""
+    for frame in reversed(list(frames)):
+        if frame.filename.startswith("<"):   # <string>, <frozen ...>: generated code
+            continue
+        path = os.path.abspath(frame.filename)
+        rel = None
+        if path.startswith(ROOT + os.sep) and not path.startswith(_OUTSIDE) and path != _THIS:
+            rel = os.path.relpath(path, ROOT)
+        elif f"{os.sep}site-packages{os.sep}tf2ir{os.sep}" in path and \
+                not path.endswith(os.path.join("tools", "fuzz.py")):
+            rel = path.split(f"{os.sep}site-packages{os.sep}tf2ir{os.sep}", 1)[1]
+        if rel is not None:
+            return f"{rel}:{frame.lineno}", frame.name
+    return "(outside tf2ir)", ""
+
+
+def _describe(exc: BaseException, frames=None, full: bool = False) -> Dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__) if frames is None else frames
+    where, function = tf2ir_frame(frames)
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if not full and len(text) > 6000:
+        text = "…\n" + text[-6000:]
+    return {"type": type(exc).__name__, "message": _first_line(str(exc)), "frame": where,
+            "function": function, "traceback": text}
+
+
+def run_case(case: Case, execute: Callable, ctx: Context, time_limit: Optional[float],
+             full_traceback: bool = False) -> Result:
+    """Run one case under the time limit and classify what happened."""
+    import errno
+
+    from tf2ir.ir.errors import ConversionError
+    start = time.perf_counter()
+    _ALARM.update(fired=False, stack=None)
+    outcome, exc_seen = "ok", None
+    try:
+        if time_limit:
+            signal.setitimer(signal.ITIMER_REAL, time_limit)
+        try:
+            execute(case, ctx)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except CaseTimeout as exc:
+        outcome, exc_seen = "hang", exc
+    except InvalidModel as exc:
+        outcome, exc_seen = "invalid", exc
+    except ConversionError as exc:
+        outcome, exc_seen = "error", exc
+    except MemoryError as exc:
+        outcome, exc_seen = "memory", exc
+    except OSError as exc:
+        limited = exc.errno in (errno.EFBIG, errno.ENOSPC, errno.ENOMEM)
+        outcome, exc_seen = ("memory" if limited else "crash"), exc
+    except BaseException as exc:   # noqa: B036 - SystemExit and KeyboardInterrupt are crashes too
+        outcome, exc_seen = "crash", exc
+    seconds = time.perf_counter() - start
+    result = Result(case.kind, case.index, outcome, seconds, case.size)
+    if _ALARM["fired"]:   # the timeout may have been caught and turned into something else
+        result.outcome = "hang"
+        frames = _ALARM["stack"] or []
+        detail = _describe(exc_seen or CaseTimeout(), frames, full_traceback)
+        detail.update(type="timeout", message=f"still running after {time_limit:g} s")
+        detail["traceback"] = "".join(traceback.format_list(frames[-25:]))
+        result.key, result.detail = ("timeout", detail["frame"]), detail
+        return result
+    leftovers = _leftovers(case, ctx, outcome == "ok")
+    if leftovers and outcome in ("ok", "error"):
+        what = "an error" if outcome == "error" else "success"
+        result.outcome = "invalid"
+        result.detail = {"type": "leftover", "message": f"{', '.join(leftovers)} left behind after "
+                         f"{what}", "frame": "", "function": "", "traceback": ""}
+        result.key = ("leftover", f"after {what}: {', '.join(sorted(set(_suffix(n) for n in leftovers)))}")
+        return result
+    if outcome == "error":
+        result.error = normalize(getattr(exc_seen, "message", str(exc_seen)))
+        result.multiline = len(str(exc_seen).splitlines()) > 1   # the CLI prints one line
+        if full_traceback:   # a replay shows the text itself
+            result.error = str(exc_seen)
+    elif outcome == "invalid":
+        message = str(exc_seen)
+        result.detail = {"type": "checker", "message": message, "frame": "", "function": "",
+                         "traceback": ""}
+        result.key = ("checker", normalize(message, 120))
+    elif outcome != "ok":
+        detail = _describe(exc_seen, full=full_traceback)
+        if isinstance(exc_seen, OSError) and outcome == "memory":
+            detail["type"] = f"OSError({errno.errorcode.get(exc_seen.errno, exc_seen.errno)})"
+        result.key, result.detail = (detail["type"], detail["frame"]), detail
+    return result
+
+
+def _suffix(name: str) -> str:
+    return re.sub(r"^[^.]*", "*", name)
+
+
+def _leftovers(case: Case, ctx: Context, success: bool) -> List[str]:
+    try:
+        names = os.listdir(ctx.workdir)
+    except OSError:
+        return []
+    expected = {"case" + s for s in case.files} | {"stderr.log"}
+    if success:
+        expected.add(OUTPUT_NAME)
+    return sorted(n for n in names if n not in expected)
+
+
+def _clean(workdir: str) -> None:
+    for name in os.listdir(workdir):
+        if name == "stderr.log":
+            continue
+        path = os.path.join(workdir, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                import shutil
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _address_space() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def apply_limits(memory_mb: Optional[int], file_mb: Optional[int]) -> None:
+    """RLIMIT_AS: the process's address space now plus `memory_mb` (a worker forked from a
+    large parent still gets the same room); RLIMIT_FSIZE: `file_mb` per written file."""
+    import resource
+    if memory_mb:
+        limit = _address_space() + (int(memory_mb) << 20)
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    if file_mb:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a write past the limit: EFBIG
+        limit = int(file_mb) << 20
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+# == workers ================================================================================
+@dataclass
+class Config:
+    seed: int = 0
+    time_limit: Optional[float] = DEFAULT_TIME_LIMIT
+    memory_mb: Optional[int] = DEFAULT_MEMORY_MB
+    file_mb: Optional[int] = DEFAULT_FILE_MB
+    recycle: int = 20000            # a worker is replaced after this many cases
+    kill_after: Optional[float] = None   # SIGKILL a case after this long (None: 2 × limit + 5)
+
+
+def _worker_main(conn, slot, config: Config, corpus, execute, make, workdir) -> None:
+    """A worker: receive batches of (kind, index), send one Result per case."""
+    try:   # die with the parent
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except Exception:
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    log = os.open(os.path.join(workdir, "stderr.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    import faulthandler   # a fatal signal, or SIGUSR1 from the parent before it kills, logs the stack
+    faulthandler.enable(sys.stderr)
+    faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=False)
+    import logging
+    logging.disable(logging.CRITICAL)
+    import warnings
+    warnings.simplefilter("ignore")
+    apply_limits(config.memory_mb, config.file_mb)
+    ctx = Context(workdir, slot=slot)
+    done = 0
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            break
+        if batch is None:
+            break
+        os.ftruncate(log, 0)
+        os.lseek(log, 0, os.SEEK_SET)
+        for kind, index in batch:
+            slot[2] = 0
+            slot[1] = time.monotonic()
+            slot[0] = 1
+            try:
+                case = make(corpus, kind, index, config.seed)
+            except Exception as exc:   # a bug of the harness itself
+                result = Result(kind, index, "crash", 0.0, key=("harness", type(exc).__name__),
+                                detail={**_describe(exc), "frame": "tools/fuzz.py"})
+            else:
+                result = run_case(case, execute, ctx, config.time_limit)
+            _clean(workdir)
+            slot[0] = 0
+            conn.send(result)
+            done += 1
+            if result.outcome in ("hang", "memory") or done >= config.recycle:
+                conn.close()
+                os._exit(0)   # a fresh worker takes the rest of the batch
+    conn.close()
+    os._exit(0)
+
+
+def _faulthandler_frames(text: str) -> List[traceback.FrameSummary]:
+    """The last stack faulthandler logged (most recent call first) → frames, outermost first."""
+    start = max(text.rfind("Current thread"), text.rfind("Fatal Python error"))
+    found = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', text[max(start, 0):])
+    return [traceback.FrameSummary(path, int(line), name) for path, line, name in reversed(found)]
+
+
+class _Worker:
+    def __init__(self, ctx, config, corpus, execute, make, root: str, number: int):
+        self.workdir = tempfile.mkdtemp(prefix=f"w{number}-", dir=root)
+        self.slot = ctx.RawArray("d", 3)   # busy, start (monotonic), stage
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, daemon=True,
+                                args=(child, self.slot, config, corpus, execute, make, self.workdir))
+        self.proc.start()
+        child.close()
+        self.pending: deque = deque()
+        self.killed_for_time = False
+
+    def stderr_tail(self) -> str:
+        try:
+            with open(os.path.join(self.workdir, "stderr.log"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 4000))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+        import shutil
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+# == the run ================================================================================
+@dataclass
+class KindStats:
+    cases: int = 0
+    seconds: float = 0.0
+    outcomes: Counter = field(default_factory=Counter)
+    errors: Counter = field(default_factory=Counter)
+    multiline: Counter = field(default_factory=Counter)   # multi-line error texts (examples)
+
+
+@dataclass
+class Group:
+    outcome: str
+    key: Tuple[str, str]
+    detail: Dict[str, Any]
+    count: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    size: int = -1
+    reproducer: Optional[str] = None
+    case: Tuple[str, int] = ("", 0)
+
+    def as_json(self) -> Dict[str, Any]:
+        return {"outcome": self.outcome, "type": self.key[0], "where": self.key[1],
+                "count": self.count, "kinds": dict(self.kinds), "message": self.detail.get("message"),
+                "frame": self.detail.get("frame"), "function": self.detail.get("function"),
+                "reproducer": self.reproducer, "case": list(self.case), "size": self.size}
+
+
+class Fuzzer:
+    """Runs cases in `jobs` worker processes and collects outcomes and defect groups."""
+
+    def __init__(self, kinds: Sequence[str] = KINDS, seed: int = 0, jobs: int = 1,
+                 config: Optional[Config] = None, save_dir: Optional[str] = None,
+                 corpus: Optional[Corpus] = None, execute: Callable = execute_case,
+                 make: Callable = make_case, progress: Optional[Callable[[str], None]] = None,
+                 batch_seconds: float = 0.25):
+        import multiprocessing
+        self.kinds = list(kinds)
+        self.seed = seed
+        self.jobs = max(1, int(jobs))
+        self.config = config or Config()
+        self.config.seed = seed
+        self.save_dir = save_dir
+        self.execute, self.make = execute, make
+        if corpus is None and make is make_case:
+            corpus = build_corpus()
+        self.corpus = corpus
+        self.progress = progress
+        self.batch_seconds = batch_seconds
+        self.stats = {k: KindStats() for k in self.kinds}
+        self.groups: Dict[Tuple[str, str, str], Group] = {}
+        self.mp = multiprocessing.get_context("fork")
+        self.wall = 0.0
+        self.worker_deaths = 0
+        self._mean = 0.01
+
+    # -- scheduling ------------------------------------------------------------------------
+    def run(self, seconds: Optional[float] = None, cases: Optional[int] = None) -> "Fuzzer":
+        """Run for `seconds`, or `cases` cases of each kind (then the same cases every run)."""
+        if seconds is None and cases is None:
+            raise ValueError("give seconds or cases")
+        if self.save_dir:
+            os.makedirs(self.save_dir, exist_ok=True)
+        start = time.monotonic()
+        deadline = start + seconds if seconds is not None else None
+        tasks = self._tasks(cases)
+        retry: deque = deque()
+        root = tempfile.mkdtemp(prefix="tf2ir-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm")
+                                and os.access("/dev/shm", os.W_OK) else None)
+        workers: List[Optional[_Worker]] = [None] * self.jobs
+        number = 0
+        exhausted = False
+        last_progress = start
+        try:
+            while True:
+                now = time.monotonic()
+                open_ = not exhausted and (deadline is None or now < deadline)
+                for i in range(self.jobs):
+                    w = workers[i]
+                    wants = retry or open_
+                    if w is None or not w.proc.is_alive() and not w.conn.poll():
+                        if w is not None:
+                            self._dead(w, retry)
+                            workers[i] = w = None
+                        if not wants:
+                            continue
+                        number += 1
+                        w = workers[i] = _Worker(self.mp, self.config, self.corpus, self.execute,
+                                                 self.make, root, number)
+                    size = max(1, min(64, int(self.batch_seconds / max(self._mean, 1e-4))))
+                    while len(w.pending) < 2 * size and (retry or open_):
+                        batch = [retry.popleft() for _ in range(min(size, len(retry)))]
+                        while len(batch) < size and open_ and not retry:
+                            task = next(tasks, None)
+                            if task is None:
+                                exhausted, open_ = True, False
+                                break
+                            batch.append(task)
+                        if not batch:
+                            break
+                        try:
+                            w.conn.send(batch)
+                        except (OSError, ValueError):
+                            retry.extendleft(reversed(batch))
+                            break
+                        w.pending.extend(batch)
+                live = [w for w in workers if w is not None]
+                if not live:
+                    break
+                if all(not w.pending for w in live) and not retry and not open_:
+                    break
+                from multiprocessing.connection import wait
+                wait([w.conn for w in live] + [w.proc.sentinel for w in live], timeout=0.2)
+                for i, w in enumerate(workers):
+                    if w is None:
+                        continue
+                    self._drain(w)
+                    if w.slot[0] == 1 and self.config.time_limit and \
+                            time.monotonic() - w.slot[1] > self._hard_limit():
+                        w.killed_for_time = True
+                        os.kill(w.proc.pid, signal.SIGUSR1)   # faulthandler: where it is stuck
+                        time.sleep(0.3)
+                        w.proc.kill()
+                        w.proc.join()
+                    if not w.proc.is_alive():
+                        self._drain(w)
+                        self._dead(w, retry)
+                        workers[i] = None
+                if self.progress and time.monotonic() - last_progress >= 10:
+                    last_progress = time.monotonic()
+                    self.progress(self._progress_line(last_progress - start))
+        except KeyboardInterrupt:
+            if self.progress:
+                self.progress("interrupted; reporting what ran")
+        finally:
+            for w in workers:
+                if w is not None:
+                    self._drain(w)
+                    w.stop()
+            import shutil
+            shutil.rmtree(root, ignore_errors=True)
+            self.wall += time.monotonic() - start
+        return self
+
+    def _hard_limit(self) -> float:
+        if self.config.kill_after:
+            return self.config.kill_after
+        return 2 * (self.config.time_limit or 0) + 5
+
+    def _tasks(self, cases: Optional[int]):
+        index = 0
+        while cases is None or index < cases:
+            for kind in self.kinds:
+                yield kind, index
+            index += 1
+
+    def _drain(self, w: _Worker) -> None:
+        while True:
+            try:
+                if not w.conn.poll():
+                    return
+                result = w.conn.recv()
+            except (EOFError, OSError):
+                return
+            if w.pending and w.pending[0] == (result.kind, result.index):
+                w.pending.popleft()
+            self.record(result)
+
+    def _dead(self, w: _Worker, retry: deque) -> None:
+        """A worker ended: the case it was running (if any) is classified, the rest retried."""
+        w.proc.join()
+        code = w.proc.exitcode
+        if w.pending and (w.slot[0] == 1 or w.killed_for_time or code != 0):
+            kind, index = w.pending.popleft()
+            self.worker_deaths += 1
+            stage = STAGES[int(w.slot[2])] if 0 <= int(w.slot[2]) < len(STAGES) else "?"
+            tail = w.stderr_tail()
+            seconds = time.monotonic() - w.slot[1] if w.slot[0] == 1 else 0.0
+            result = Result(kind, index, "crash", seconds)
+            where, function = tf2ir_frame(_faulthandler_frames(tail))
+            where = f"stage {stage}" if where.startswith("(") else where
+            if w.killed_for_time:
+                result.outcome, result.key = "hang", ("killed", where)
+                message = f"killed after {seconds:.0f} s in stage {stage} (SIGALRM did not stop it)"
+            else:
+                name = signal.Signals(-code).name if code is not None and code < 0 else f"exit {code}"
+                oom = code == -signal.SIGKILL or re.search(r"bad_alloc|MemoryError|Cannot allocate|"
+                                                           r"out of memory", tail)
+                if oom:
+                    result.outcome = "memory"
+                elif stage == "check":
+                    result.outcome = "invalid"
+                result.key = (f"worker {name}", where)
+                message = f"worker died ({name}) in stage {stage}"
+            result.detail = {"type": result.key[0], "message": message, "frame": where,
+                             "function": function, "traceback": tail[-3000:]}
+            self.record(result)
+        retry.extendleft(reversed(w.pending))
+        w.pending.clear()
+        w.stop()
+
+    # -- results ---------------------------------------------------------------------------
+    def record(self, result: Result) -> None:
+        stats = self.stats.setdefault(result.kind, KindStats())
+        stats.cases += 1
+        stats.seconds += result.seconds
+        stats.outcomes[result.outcome] += 1
+        self._mean = 0.98 * self._mean + 0.02 * result.seconds
+        if result.error:
+            stats.errors[result.error] += 1
+            if result.multiline:
+                stats.multiline[result.error] += 1
+        if result.outcome not in DEFECTS:
+            return
+        key = (result.outcome,) + tuple(result.key)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = Group(result.outcome, tuple(result.key), result.detail or {})
+        group.count += 1
+        group.kinds[result.kind] += 1
+        if self.save_dir and (group.size < 0 or 0 < result.size < group.size or not result.size):
+            if result.size or group.size < 0:
+                self._save(group, result)
+
+    def _save(self, group: Group, result: Result) -> None:
+        try:
+            case = self.make(self.corpus, result.kind, result.index, self.seed)
+        except Exception:
+            return
+        slug = re.sub(r"[^A-Za-z0-9_.]+", "-", "-".join((group.outcome,) + group.key)).strip("-")
+        import hashlib
+        digest = hashlib.sha1(repr((group.outcome,) + group.key).encode()).hexdigest()[:6]
+        base = os.path.join(self.save_dir, f"{slug[:80]}-{digest}")
+        for suffix in (".pb", ".pbtxt", ".ir", ".ir.weights"):
+            if os.path.exists(base + suffix):
+                os.remove(base + suffix)
+        for suffix, data in case.files.items():
+            with open(base + suffix, "wb") as f:
+                f.write(data)
+        group.reproducer = base + next(iter(case.files))
+        group.size, group.case = case.size, (case.kind, case.index)
+        group.detail = result.detail or group.detail
+        sidecar = {**group.as_json(), "seed": self.seed, "origin": case.origin,
+                   "mutations": case.mutations, "traceback": group.detail.get("traceback", ""),
+                   "replay": f"python -m tf2ir.tools.fuzz --replay {group.reproducer}"}
+        with open(base + ".json", "w", encoding="utf-8") as f:
+            json.dump(sidecar, f, indent=2)
+
+    # -- reporting -------------------------------------------------------------------------
+    def defects(self) -> int:
+        return sum(s.outcomes[o] for s in self.stats.values() for o in DEFECTS)
+
+    def _progress_line(self, elapsed: float) -> str:
+        total = sum(s.cases for s in self.stats.values())
+        counts = Counter()
+        for s in self.stats.values():
+            counts.update(s.outcomes)
+        parts = " ".join(f"{o} {counts[o]}" for o in OUTCOMES if counts[o])
+        return f"{elapsed:7.0f} s  {total} cases ({total / max(elapsed, 1e-9):.0f}/s)  {parts}  " \
+               f"groups {len(self.groups)}"
+
+    def report(self) -> Dict[str, Any]:
+        kinds = {}
+        total = KindStats()
+        for kind, s in self.stats.items():
+            kinds[kind] = {"cases": s.cases, "case_seconds": round(s.seconds, 3),
+                           "cases_per_second": round(s.cases / s.seconds, 1) if s.seconds else None,
+                           "outcomes": {o: s.outcomes[o] for o in OUTCOMES},
+                           "top_errors": s.errors.most_common(12),
+                           "multiline_errors": sum(s.multiline.values()),
+                           "multiline_examples": s.multiline.most_common(5)}
+            total.cases += s.cases
+            total.seconds += s.seconds
+            total.outcomes.update(s.outcomes)
+        groups = sorted(self.groups.values(), key=lambda g: (DEFECTS.index(g.outcome), -g.count))
+        return {"seed": self.seed, "jobs": self.jobs, "wall_seconds": round(self.wall, 1),
+                "time_limit": self.config.time_limit, "memory_mb": self.config.memory_mb,
+                "file_mb": self.config.file_mb, "save_dir": self.save_dir,
+                "cases_per_second_wall": round(total.cases / self.wall, 1) if self.wall else None,
+                "kinds": kinds,
+                "total": {"cases": total.cases, "outcomes": {o: total.outcomes[o] for o in OUTCOMES}},
+                "worker_deaths": self.worker_deaths,
+                "groups": [g.as_json() for g in groups]}
+
+
+def format_report(report: Dict[str, Any], errors: int = 0) -> str:
+    lines = [f"{'kind':<6} {'cases':>8} {'case s':>8} {'cases/s':>8} "
+             + " ".join(f"{o:>7}" for o in OUTCOMES)]
+    for kind, k in report["kinds"].items():
+        lines.append(f"{kind:<6} {k['cases']:>8} {k['case_seconds']:>8.1f} "
+                     f"{k['cases_per_second'] or 0:>8.1f} "
+                     + " ".join(f"{k['outcomes'][o]:>7}" for o in OUTCOMES))
+    t = report["total"]
+    lines.append(f"{'total':<6} {t['cases']:>8} {report['wall_seconds']:>8.1f} "
+                 f"{report['cases_per_second_wall'] or 0:>8.1f} "
+                 + " ".join(f"{t['outcomes'][o]:>7}" for o in OUTCOMES)
+                 + f"   (wall, {report['jobs']} job{'s' if report['jobs'] > 1 else ''})")
+    for kind, k in report["kinds"].items():
+        if k.get("multiline_errors"):
+            lines.append(f"{kind}: {k['multiline_errors']} clean errors whose text is not one line, "
+                         f"e.g. {k['multiline_examples'][0][0]}")
+    if errors:
+        for kind, k in report["kinds"].items():
+            lines.append(f"most common clean errors, {kind}:")
+            lines.extend(f"  {n:>7}  {m}" for m, n in k["top_errors"][:errors])
+    groups = report["groups"]
+    lines.append(f"{len(groups)} defect group{'s' if len(groups) != 1 else ''}")
+    for g in groups:
+        kinds = ",".join(sorted(g["kinds"]))
+        lines.append(f"  {g['outcome']:<7} {g['type']} at {g['where']}"
+                     f"{' (' + g['function'] + ')' if g['function'] else ''}  ×{g['count']} [{kinds}]")
+        lines.append(f"          {g['message']}")
+        if g["reproducer"]:
+            lines.append(f"          {g['reproducer']}")
+    return "\n".join(lines)
+
+
+# == replay =================================================================================
+def load_case(path: str) -> Case:
+    """A saved reproducer (.pb, .pbtxt, .ir with .ir.weights beside it, or its .json)."""
+    if path.endswith(".json"):
+        base = path[:-5]
+        path = next((base + s for s in (".pb", ".pbtxt", ".ir") if os.path.exists(base + s)), path)
+    if path.endswith(".ir.weights"):
+        path = path[:-len(".weights")]
+    suffix = ".ir" if path.endswith(".ir") else ".pbtxt" if path.endswith(".pbtxt") else ".pb"
+    files = {}
+    with open(path, "rb") as f:
+        files[suffix] = f.read()
+    if suffix == ".ir" and os.path.exists(path + ".weights"):
+        with open(path + ".weights", "rb") as f:
+            files[".ir.weights"] = f.read()
+    kind = {".ir": "ir", ".pbtxt": "pbtxt", ".pb": "pb"}[suffix]
+    return Case(kind, 0, files, origin=path)
+
+
+def replay(paths: Sequence[str], config: Config) -> int:
+    """Run saved cases in this process (time and memory limits applied); print each outcome
+    with its traceback. Exit status 1 when any is a defect."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    apply_limits(config.memory_mb, config.file_mb)
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="tf2ir-replay-") as workdir:
+        ctx = Context(workdir)
+        for path in paths:
+            case = load_case(path)
+            result = run_case(case, execute_case, ctx, config.time_limit, full_traceback=True)
+            _clean(workdir)
+            print(f"{path}: {result.outcome} ({result.seconds:.2f} s)")
+            if result.detail:
+                d = result.detail
+                print(f"  {d['type']} at {d['frame']} {d['function']}: {d['message']}")
+                if d.get("traceback"):
+                    print("  " + d["traceback"].rstrip().replace("\n", "\n  "))
+            elif result.error:
+                print(f"  clean error: {result.error}")
+            if result.outcome in DEFECTS:
+                status = 1
+    return status
+
+
+# == command line ===========================================================================
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tf2ir.tools.fuzz",
+        description="Fuzz tf2ir's convert and compile with mutated .pb, .pbtxt and .ir inputs.",
+        epilog="Exit status: 0 no defect, 1 defects found (crash, hang, memory, invalid), 2 usage.")
+    parser.add_argument("--seconds", type=float, help="run this long (wall clock)")
+    parser.add_argument("--cases", type=int, help="or run this many cases of each kind")
+    parser.add_argument("--kind", default="all",
+                        help="pb, pbtxt, ir, all, or a comma-separated list (default all)")
+    parser.add_argument("--seed", type=int, default=0, help="run seed (cases are reproducible)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--save", metavar="DIR",
+                        help="reproducers, one per defect group (default /tmp/fuzz/seed<SEED>)")
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                        help=f"seconds per case (default {DEFAULT_TIME_LIMIT:g})")
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
+                        help=f"address-space limit of a worker (default {DEFAULT_MEMORY_MB})")
+    parser.add_argument("--file-mb", type=int, default=DEFAULT_FILE_MB,
+                        help=f"largest file a case may write (default {DEFAULT_FILE_MB})")
+    parser.add_argument("--corpus", action="append", default=[], metavar="PATH",
+                        help="more seed graphs (.pb/.pbtxt files or folders of them)")
+    parser.add_argument("--errors", type=int, default=0, metavar="N",
+                        help="also list the N most common clean errors per kind")
+    parser.add_argument("--replay", nargs="+", metavar="FILE",
+                        help="run saved reproducers in this process and print tracebacks")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+    config = Config(args.seed, args.time_limit or None, args.memory_mb or None, args.file_mb or None)
+    if args.replay:
+        return replay(args.replay, config)
+    if args.seconds is None and args.cases is None:
+        parser.error("give --seconds N or --cases N (or --replay FILE)")
+    kinds = list(KINDS) if args.kind == "all" else [k.strip() for k in args.kind.split(",")]
+    for kind in kinds:
+        if kind not in KINDS:
+            parser.error(f"unknown --kind {kind!r}; choose from {', '.join(KINDS)} or all")
+    save = args.save or os.path.join(tempfile.gettempdir(), "fuzz", f"seed{args.seed}")
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    from tf2ir.plugins.manager import PluginManager
+    corpus = build_corpus(PluginManager(), args.corpus)
+    if progress:
+        progress(f"corpus: {len(corpus.graphs)} graphs, {len(corpus.irs)} IR files; "
+                 f"kinds {','.join(kinds)}, seed {args.seed}, {args.jobs} job(s); reproducers in {save}")
+    fuzzer = Fuzzer(kinds, args.seed, args.jobs, config, save, corpus, progress=progress)
+    fuzzer.run(seconds=args.seconds, cases=args.cases)
+    report = fuzzer.report()
+    print(format_report(report, args.errors))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+    return 1 if fuzzer.defects() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
