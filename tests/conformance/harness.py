@@ -129,3 +129,16 @@ def assert_close(want: np.ndarray, got: np.ndarray, atol: Optional[float] = None
                                atol=default_atol if atol is None else atol,
                                rtol=default_rtol if rtol is None else rtol,
                                equal_nan=True, err_msg=what)
+
+
+def spec(shape, dtype="float32", name="x0"):
+    """A tf.TensorSpec for a converted function's argument `name`."""
+    import tensorflow as tf
+    return tf.TensorSpec(shape, tf.as_dtype(dtype), name=name)
+
+
+def converted_op_types(fn, specs):
+    """The IR op types left after converting and compiling `fn` (constants folded)."""
+    with tempfile.TemporaryDirectory() as directory:
+        _, graph, _, _ = convert_function(fn, specs, directory)
+        return {node.op_type for node in graph.nodes}

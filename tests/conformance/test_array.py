@@ -4,7 +4,7 @@ squeezing, expanding, transposing, casts, identities and the shape queries."""
 import numpy as np
 import pytest
 
-from tests.conformance.harness import check_op, convert_function, rand
+from tests.conformance.harness import check_op, converted_op_types, rand, spec
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -31,10 +31,6 @@ TESTED_DTYPES = {
 DTYPES = ["float32", "int32", "int64", "bool"]
 
 
-def spec(shape, dtype="float32", name="x0"):
-    return tf.TensorSpec(shape, tf.as_dtype(dtype), name=name)
-
-
 def frozen_op_types(fn, specs):
     """The TF op types of `fn`'s frozen graph (to be sure the op under test is in it)."""
     import os
@@ -48,14 +44,6 @@ def frozen_op_types(fn, specs):
         with open(path, "rb") as f:
             graph_def.ParseFromString(f.read())
     return {node.op for node in graph_def.node}
-
-
-def converted_op_types(fn, specs):
-    """The IR op types left after converting and compiling `fn` (constants folded)."""
-    import tempfile
-    with tempfile.TemporaryDirectory() as directory:
-        _, graph, _, _ = convert_function(fn, specs, directory)
-        return {node.op_type for node in graph.nodes}
 
 
 # -- padding -----------------------------------------------------------------------------

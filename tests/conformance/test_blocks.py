@@ -4,7 +4,7 @@ BatchToSpaceND, DepthToSpace and SpaceToDepth."""
 import numpy as np
 import pytest
 
-from tests.conformance.harness import check_op, convert_function, rand
+from tests.conformance.harness import check_op, convert_function, converted_op_types, rand, spec
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -22,18 +22,6 @@ DTYPES = ["float32", "int32", "int64", "bool"]
 def cases_and_dtypes(cases, dtypes=DTYPES):
     """Every case in the first dtype, then the first case in each other dtype (keeps the file fast)."""
     return [(case, dtypes[0]) for case in cases] + [(cases[0], d) for d in dtypes[1:]]
-
-
-def spec(shape, dtype="float32", name="x0"):
-    return tf.TensorSpec(shape, tf.as_dtype(dtype), name=name)
-
-
-def converted_op_types(fn, specs):
-    """The IR op types left after converting and compiling `fn` (constants folded)."""
-    import tempfile
-    with tempfile.TemporaryDirectory() as directory:
-        _, graph, _, _ = convert_function(fn, specs, directory)
-        return {node.op_type for node in graph.nodes}
 
 
 @pytest.mark.parametrize("case,dtype", cases_and_dtypes(

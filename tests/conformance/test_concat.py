@@ -3,7 +3,7 @@ ConcatV2 and Concat (v1), Pack, Unpack, Split and SplitV."""
 
 import pytest
 
-from tests.conformance.harness import check_op, rand
+from tests.conformance.harness import check_op, rand, spec
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -18,10 +18,6 @@ TESTED_DTYPES = {
 }
 
 DTYPES = ["float32", "int32", "int64", "bool"]
-
-
-def spec(shape, dtype="float32", name="x0"):
-    return tf.TensorSpec(shape, tf.as_dtype(dtype), name=name)
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1, -2])

@@ -4,7 +4,7 @@ OnesLike, Range, LinSpace, Tile and BroadcastTo."""
 import numpy as np
 import pytest
 
-from tests.conformance.harness import check_op, convert_function, rand, single_op_graph
+from tests.conformance.harness import check_op, converted_op_types, rand, single_op_graph, spec
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -27,10 +27,6 @@ def cases_and_dtypes(cases, dtypes=DTYPES):
     return [(case, dtypes[0]) for case in cases] + [(cases[0], d) for d in dtypes[1:]]
 
 
-def spec(shape, dtype="float32", name="x0"):
-    return tf.TensorSpec(shape, tf.as_dtype(dtype), name=name)
-
-
 def frozen_op_types(fn, specs):
     """The TF op types of `fn`'s frozen graph (to be sure the op under test is in it)."""
     import os
@@ -44,14 +40,6 @@ def frozen_op_types(fn, specs):
         with open(path, "rb") as f:
             graph_def.ParseFromString(f.read())
     return {node.op for node in graph_def.node}
-
-
-def converted_op_types(fn, specs):
-    """The IR op types left after converting and compiling `fn` (constants folded)."""
-    import tempfile
-    with tempfile.TemporaryDirectory() as directory:
-        _, graph, _, _ = convert_function(fn, specs, directory)
-        return {node.op_type for node in graph.nodes}
 
 
 # -- Fill, ZerosLike, OnesLike --------------------------------------------------------------
