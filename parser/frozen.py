@@ -132,7 +132,7 @@ def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model
 
     from tf2ir.parser.graph_view import graph_def_class
     try:
-        frozen = convert_variables_to_constants_v2(concrete)
+        frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
     except Exception as exc:
         raise ConversionError(f"cannot freeze the model: {_first_line(exc)}", model=model) from None
     graph_def = graph_def_class().FromString(frozen.graph.as_graph_def().SerializeToString())

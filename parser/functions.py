@@ -10,9 +10,9 @@ that no returned tensor needs (side effects such as control outputs) are dropped
 Functional control flow (If/StatelessIf, While/StatelessWhile) names its branches, cond and
 body by function attributes: those nodes become `FunctionalNode`s whose
 `convert_function(attr, input_descs)` converts the named function, through the same
-plugins, into an IR graph that the plugin makes the IR op's subgraph. TF1 control-flow
-loops (Enter/Exit/NextIteration/LoopCond with Switch/Merge) are refused up front, with one
-report of their op types.
+plugins, into an IR graph that the plugin makes the IR op's subgraph. TF1 control flow
+(Enter/Exit/NextIteration/LoopCond frames, Switch/Merge conds) is raised into If/While nodes
+first (parser/control_flow.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
-from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.tensor import TensorDesc
@@ -29,10 +29,6 @@ from tf2ir.parser.graph_view import TfGraph, TfNode
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 FUNCTIONAL_OPS = ("If", "StatelessIf", "While", "StatelessWhile")
-# TF1 control flow: the loop ops make cycles, which the graph walk cannot order.
-TF1_LOOP_OPS = ("Enter", "Exit", "NextIteration", "LoopCond",
-                "RefEnter", "RefExit", "RefNextIteration")
-TF1_CONTROL_FLOW_OPS = TF1_LOOP_OPS + ("Switch", "Merge", "RefSwitch", "RefMerge")
 MAX_DEPTH = 32
 Tensor = Tuple[str, int]
 
@@ -65,12 +61,18 @@ _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 def inline_functions(tf_graph: TfGraph, converter: Optional["BodyConverter"] = None,
                      refuse_tf1_loops: bool = True) -> int:
     """Replace every call of a library function in `tf_graph` by the function's body, in
-    place; return how many calls were inlined (nested ones included). If/While nodes become
+    place; return how many calls were inlined (nested ones included). TF1 control flow
+    (Switch/Merge conds, Enter/Exit while frames) is first raised into If/While nodes with
+    functions of their own (parser/control_flow.py); If/While nodes become
     `FunctionalNode`s whose functions `converter` (the pipeline) converts on demand. TF1
-    control-flow loops raise one ConversionError unless `refuse_tf1_loops` is False (a
-    support report that lists op types without converting)."""
-    if refuse_tf1_loops:
-        check_tf1_control_flow(tf_graph)
+    control flow that does not raise is one ConversionError, unless `refuse_tf1_loops` is
+    False (a support report that lists op types without converting)."""
+    from tf2ir.parser.control_flow import raise_control_flow
+    try:
+        raise_control_flow(tf_graph)
+    except ConversionError as exc:
+        if refuse_tf1_loops:
+            raise exc.located(model=tf_graph.model)
     library = {f.signature.name: f for f in tf_graph.library.function}
     count = _inline_calls(tf_graph, library) if library else 0
     if library:
@@ -79,25 +81,6 @@ def inline_functions(tf_graph: TfGraph, converter: Optional["BodyConverter"] = N
             if node.op_type in FUNCTIONAL_OPS:
                 tf_graph.nodes[name] = FunctionalNode.of(node, functions)
     return count
-
-
-def check_tf1_control_flow(tf_graph: TfGraph) -> None:
-    """Refuse a graph with TF1 control-flow loops: one report of every TF1 control-flow op
-    type (count, an example node), as the converter reports unsupported op types."""
-    if not any(node.op_type in TF1_LOOP_OPS for node in tf_graph.nodes.values()):
-        return
-    found: Dict[str, List[str]] = {}
-    for node in tf_graph.nodes.values():
-        if node.op_type in TF1_CONTROL_FLOW_OPS:
-            found.setdefault(node.op_type, []).append(node.name)
-    parts = [f"{op} ({len(names)} node{'s' if len(names) > 1 else ''}, e.g. '{names[0]}')"
-             for op, names in sorted(found.items())]
-    raise ConversionError(
-        f"{len(found)} unsupported op types: {', '.join(parts)}: TF1 control flow (a "
-        "tf.compat.v1 while_loop or cond in graph mode, or a graph frozen with its control "
-        "flow lowered) is not supported; export the model with control flow v2 "
-        "(tf.function, freezing with lower_control_flow=False) to get If/While ops",
-        model=tf_graph.model, exit_code=ExitStatus.UNSUPPORTED)
 
 
 def _inline_calls(tf_graph: TfGraph, library) -> int:

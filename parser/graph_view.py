@@ -123,6 +123,9 @@ class TfNode:
         return f"<TfNode {self.op_type} '{self.name}'>"
 
 
+SINK_EXCLUDED = ("NoOp", "Assert", "SaveV2", "RestoreV2", "Placeholder")
+
+
 class TfGraph:
     """Nodes of a GraphDef by name, in file order, plus the function library."""
 
@@ -160,10 +163,11 @@ class TfGraph:
         return counts
 
     def sinks(self) -> List[str]:
-        """Nodes nothing consumes (data or control), except NoOps: the default outputs."""
+        """Nodes nothing consumes (data or control), except NoOps and Placeholders (lowering
+        TF control flow leaves unused ones): the default outputs."""
         counts = self.consumers_count()
         return [name for name, n in counts.items()
-                if n == 0 and self.nodes[name].op_type not in ("NoOp", "Assert", "SaveV2", "RestoreV2")]
+                if n == 0 and self.nodes[name].op_type not in SINK_EXCLUDED]
 
     def upstream(self, roots: List[str]) -> List[str]:
         """Names of the nodes the roots need through data inputs, in a topological order."""

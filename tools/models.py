@@ -39,14 +39,16 @@ def randomize_batch_norms(model, seed: int = 0) -> None:
             layer.moving_variance.assign(rng.uniform(0.5, 1.5, c).astype("float32"))
 
 
-def freeze_function(fn, input_spec, path: str) -> List[str]:
+def freeze_function(fn, input_spec, path: str, lower_control_flow: bool = False) -> List[str]:
     """Freeze a tf.function for `input_spec` (one TensorSpec or a list, one per argument)
-    into a GraphDef at `path`; return the output tensor names."""
+    into a GraphDef at `path`; return the output tensor names. Control flow stays functional
+    (If/While with library functions) unless `lower_control_flow` asks for TF's default
+    freezing, which lowers it to TF1 Switch/Merge and Enter/Exit frames."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
     specs = input_spec if isinstance(input_spec, (list, tuple)) else [input_spec]
     concrete = tf.function(fn).get_concrete_function(*specs)
-    frozen = convert_variables_to_constants_v2(concrete)
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
     graph_def = frozen.graph.as_graph_def()
     from tf2ir.ir.atomic import atomic_output
     with atomic_output(path) as tmp:

@@ -1,7 +1,6 @@
 """Conformance of the composite and control-flow ops (opp/control.py) against TensorFlow: AddN
 (a PartitionedCall of Adds), TF2 functional If/StatelessIf and While/StatelessWhile (tf.cond and
-tf.while_loop in a tf.function); TF1 control flow and TensorList ops are refused with one clear
-report."""
+tf.while_loop in a tf.function). TF1 control flow is raised into these ops: test_tf1_control.py."""
 
 from __future__ import annotations
 
@@ -286,29 +285,6 @@ def test_stateful_while_from_raw_op():
 
 
 # -- what is refused -----------------------------------------------------------------------
-def test_tf1_while_loop_is_reported_with_op_types_and_a_node():
-    from tf2ir.parser.pipeline import convert_graph_def
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.compat.v1.disable_control_flow_v2()
-        try:
-            x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
-            i, y = tf.compat.v1.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0),
-                                           [tf.constant(0), x])
-            tf.identity(y, name="out")
-        finally:
-            tf.compat.v1.enable_control_flow_v2()
-    graph_def = graph.as_graph_def()
-    assert "Enter" in {n.op for n in graph_def.node}
-    with pytest.raises(ConversionError) as info:
-        convert_graph_def(graph_def, "tf1.pb")
-    message = str(info.value)
-    for op_type in ("Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch"):
-        assert op_type in message
-    assert "e.g. 'while/" in message and "TF1 control flow" in message
-    assert info.value.exit_code == 3
-
-
 def test_tensor_array_in_while_loop_is_reported_as_tensor_list_ops():
     def fn(x, n):
         arr = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
