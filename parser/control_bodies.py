@@ -3,8 +3,9 @@
 A raised cond branch, loop cond or loop body is a backward slice of the graph: from the
 tensors it returns back to the structure's own inputs (a Switch side, a loop variable's
 Merge or Switch, an Enter), which become the function's arguments. Nodes without any input
-(constants) are copied in wherever they are read; a node of another context read without
-a Switch or Enter is not a well-formed TF graph and is refused.
+(constants) are copied in wherever they are read, whatever control edges tied them to the
+branch; a node of another context read without a Switch or Enter is not a well-formed TF
+graph and is refused.
 """
 
 from __future__ import annotations
@@ -104,7 +105,6 @@ class FunctionWriter:
             for key in node._def.attr:
                 _copy(node._def.attr[key], body.attr[key])
             body.input.extend(ref(t) for t in node.inputs)
-            body.input.extend(f"^{c}" for c in node.control_inputs if c in needed)
             fdef.node_def.append(body)
         for i, (result, dtype) in enumerate(zip(results, out_dtypes)):
             out = fresh_name(f"out{i}", taken)
@@ -114,30 +114,36 @@ class FunctionWriter:
         _copy(fdef, self.graph.library.function.add())
         return name
 
+    def used(self, results: Sequence[Optional[Tensor]], args: Dict[Tensor, int], context,
+             contexts, stops: Set[str]) -> Set[int]:
+        """The argument indices that a function of these results would read."""
+        found = {args[t] for t in results if t in args}
+        for name in self._slice([t for t in results if t is not None and t not in args], args,
+                                context, contexts, stops):
+            found.update(args[t] for t in self.graph.nodes[name].inputs if t in args)
+        return found
+
     def _slice(self, results: List[Tensor], args: Dict[Tensor, int], context, contexts,
                stops: Set[str]) -> Set[str]:
-        """The nodes the results need, through data and control inputs, down to the
-        arguments; control inputs from outside the context are dropped."""
+        """The nodes the results need through data inputs, down to the arguments. Control
+        edges are left behind: in a function body they only order what the data already
+        orders, or side effects tf2ir does not convert."""
         nodes = self.graph.nodes
         needed: Set[str] = set()
-        stack: List[Tuple[str, bool, str]] = [(t[0], False, "") for t in results if t not in args]
+        stack: List[Tuple[str, str]] = [(t[0], "") for t in results if t not in args]
         while stack:
-            name, control, reader = stack.pop()
+            name, reader = stack.pop()
             if name in needed:
                 continue
             node = nodes[name]
             free = not node.inputs and not node.control_inputs and node.op_type != "Placeholder"
             ctx = contexts.get((name, -1), ())
             if name in stops or (ctx != context and not free):
-                if control:
-                    continue
                 raise ConversionError(
                     f"TF1 control flow: reads '{name}' ({node.op_type}), which is outside its "
                     "cond branch or loop and not passed in by a Switch or Enter",
                     node=reader or name, op_type=nodes[reader].op_type if reader else None,
                     exit_code=ExitStatus.UNSUPPORTED)
             needed.add(name)
-            stack.extend((src, False, name) for src, port in node.inputs
-                         if (src, port) not in args)
-            stack.extend((src, True, name) for src in node.control_inputs)
+            stack.extend((src, name) for src, port in node.inputs if (src, port) not in args)
         return needed

@@ -169,7 +169,7 @@ class _Raiser:
             raise _error(where, f"frame '{frame[-1][1]}' has {len(conds)} LoopCond nodes")
         users = self._consumers()
         variables, invariants = [], []
-        for enter in enters:
+        for enter in sorted(enters, key=_creation_order):
             if enter.attr("is_constant", False):
                 invariants.append(enter)
                 continue
@@ -235,25 +235,32 @@ class _Raiser:
             if any(port == 1 for u, port in self._consumers().get(merge.name, [])
                    if u.name not in group):
                 raise _error(merge, "a Merge's value_index output is read")
-        operands: List[Tensor] = []   # one argument per tensor, however many Switches read it
-        for s in sw:
-            if s.inputs[0] not in operands:
-                operands.append(s.inputs[0])
-        dtypes = [_dtype(next(s for s in sw if s.inputs[0] == t)) for t in operands]
+        sw.sort(key=_creation_order)
+        mg.sort(key=_creation_order)
         outs = [_dtype(m) for m in mg]
         name = fresh_name(f"{_scope(mg[0].name)}cond", nodes)
-        functions = {}
+        stops = {s.name for s in sw}
+        results: Dict[bool, List[Tensor]] = {}
+        used: Set[Tensor] = set()   # the Switch inputs a branch reads: one argument each
         for side, branch in ((True, "then"), (False, "else")):
-            args = {(s.name, int(side)): operands.index(s.inputs[0]) for s in sw}
-            results = []
+            results[side] = []
             for merge in mg:
                 picks = [t for t in merge.inputs if _side(contexts, t, outer, key) == side]
                 if len(picks) != 1:
                     raise _error(merge, f"a Merge needs one input from the {branch} branch")
-                results.append(picks[0])
-            stops = {s.name for s in sw}
+                results[side].append(picks[0])
+            args = {(s.name, int(side)): i for i, s in enumerate(sw)}
+            used |= {sw[i].inputs[0] for i in self.functions.used(
+                results[side], args, outer + (("C", key, side),), contexts, stops)}
+        operands = [s.inputs[0] for s in sw if s.inputs[0] in used]
+        operands = [t for i, t in enumerate(operands) if t not in operands[:i]]
+        dtypes = [_dtype(next(s for s in sw if s.inputs[0] == t)) for t in operands]
+        functions = {}
+        for side, branch in ((True, "then"), (False, "else")):
+            args = {(s.name, int(side)): operands.index(s.inputs[0])
+                    for s in sw if s.inputs[0] in used}
             functions[branch] = self.functions.write(
-                f"{name}_{branch}", dtypes, args, results, outs,
+                f"{name}_{branch}", dtypes, args, results[side], outs,
                 outer + (("C", key, side),), contexts, stops)
         cond = self.functions.node(name, "If", [sw[0].inputs[1]] + operands, {
             "Tcond": ("type", "bool"), "Tin": ("types", dtypes), "Tout": ("types", outs),
@@ -315,6 +322,15 @@ def _dtype(node: TfNode) -> str:
     if not isinstance(dtype, str):
         raise _error(node, "has no dtype attribute T")
     return dtype
+
+
+def _creation_order(node: TfNode):
+    """TF numbers the nodes it makes one after another ('Enter', 'Enter_1', ... in TF1;
+    '.../enter/_7' when lowering): sorting by that number puts loop variables and cond
+    operands back in the order of the functional op they came from."""
+    digits = node.name.rstrip("0123456789")
+    number = node.name[len(digits):]
+    return (int(number) if number else -1, node.name)
 
 
 def _scope(name: str) -> str:

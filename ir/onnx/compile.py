@@ -161,8 +161,10 @@ class LowerContext:
             if len(inputs) != len(graph.inputs):
                 raise ConversionError(f"subgraph {graph.name!r} has {len(graph.inputs)} inputs, "
                                       f"given {len(inputs)}")
+            outputs = {id(v) for v in graph.outputs}
             for value, name in zip(graph.inputs, inputs):
-                self.emit("Identity", [name], [value.name])
+                if value.uses or id(value) in outputs:   # an unused argument costs nothing
+                    self.emit("Identity", [name], [value.name])
         for node in graph.nodes:
             self.lower_node(node)
         self.node = saved

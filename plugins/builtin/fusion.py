@@ -47,6 +47,18 @@ def _parameter(match, tensor):
     return tensor if match.const_value(tensor) is not None else None
 
 
+def _read_through(match, tensor) -> set:
+    """`tensor` and the tensors it reads through Identity nodes: a SavedModel's variables
+    reach a layer through the Identity of the inlined call's inputs, outside its scope."""
+    chain = set()
+    while tensor is not None and tensor not in chain:
+        chain.add(tensor)
+        node = match.graph.nodes.get(tensor[0])
+        tensor = node.inputs[0] if node is not None and node.op_type == "Identity" \
+            and node.inputs else None
+    return chain
+
+
 @layer_norm
 def layer_norm_result(match) -> Optional[FusionResult]:
     if any(n.op_type not in LAYER_NORM_OPS for n in match.nodes) or len(match.outputs) != 1:
@@ -68,7 +80,7 @@ def layer_norm_result(match) -> Optional[FusionResult]:
         for operand in node.inputs:
             if node is not match.node("eps") and _parameter(match, operand) is not None:
                 beta = _parameter(match, operand)
-    if set(match.inputs) - {x, gamma, beta}:
+    if set(match.inputs) - {x} - _read_through(match, gamma) - _read_through(match, beta):
         return None   # an input the LayerNorm would not see
     inputs = [x] + [t for t in (gamma, beta) if t is not None]
     return FusionResult("LayerNormFusion", inputs=inputs, outputs=match.outputs,
