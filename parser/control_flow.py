@@ -53,14 +53,20 @@ def raise_control_flow(tf_graph: TfGraph) -> int:
     count = 0
     while count < MAX_STRUCTURES:
         contexts = _contexts(tf_graph)
-        deepest = max(contexts.values(), key=len, default=())
-        if not deepest:
+        depth = max(map(len, contexts.values()), default=0)
+        if not depth:
             break
-        if deepest[-1][0] == "F":
-            raiser.raise_loop(deepest, contexts)
-        else:
-            raiser.raise_cond(deepest[:-1], deepest[-1][1], contexts)
-        count += 1
+        # The structures at the greatest depth hold no other: raise them all, then look again.
+        raiser.begin(contexts)
+        for deepest in dict.fromkeys(c[:-1] + (c[-1][:2],) for c in contexts.values()
+                                     if len(c) == depth):   # a cond's two sides: once
+            if deepest[-1][0] == "F":
+                raiser.raise_loop(deepest)
+                count += 1
+                continue
+            while raiser.raise_cond(deepest[:-1], deepest[-1][1]):
+                count += 1   # one connected cond at a time: a predicate may serve several
+        raiser.finish()
     leftover = [n for n in tf_graph.nodes.values() if n.op_type in TF1_OPS]
     if leftover:
         raise _error(leftover[0], "is outside every cond and loop it could belong to")
@@ -146,28 +152,51 @@ def _contexts(tf_graph: TfGraph) -> Dict[Tensor, Context]:
 
 # -- raising ---------------------------------------------------------------------------------
 class _Raiser:
+    """Raises the structures of one depth against an index of the graph built by `begin`;
+    `finish` applies the replacements in one pass."""
+
     def __init__(self, tf_graph: TfGraph):
         from tf2ir.parser.control_bodies import FunctionWriter
         self.graph = tf_graph
         self.functions = FunctionWriter(tf_graph)
 
-    def _consumers(self) -> Dict[str, List[Tuple[TfNode, int]]]:
-        users: Dict[str, List[Tuple[TfNode, int]]] = {}
+    def begin(self, contexts) -> None:
+        self.contexts = contexts
+        self.users: Dict[str, List[Tuple[TfNode, int]]] = {}
+        self.members: Dict[Context, List[TfNode]] = {}
+        self.switches: Dict[tuple, List[TfNode]] = {}
+        self.merges: Dict[Context, List[TfNode]] = {}
         for node in self.graph.nodes.values():
             for src, port in node.inputs:
-                users.setdefault(src, []).append((node, port))
-        return users
+                self.users.setdefault(src, []).append((node, port))
+            here = contexts.get((node.name, -1))
+            if here:
+                self.members.setdefault(here, []).append(node)
+            if node.op_type in SWITCH_OPS and (node.name, 1) in contexts:
+                inner = contexts[(node.name, 1)]
+                self.switches.setdefault((inner[:-1], inner[-1][1]), []).append(node)
+            elif node.op_type in MERGE_OPS and not _is_loop_merge(self.graph, node):
+                self.merges.setdefault(here or (), []).append(node)
+        self.removed: Set[str] = set()
+        self.placed: Dict[str, List[TfNode]] = {}   # a removed node → what takes its place
+        self.outputs: Dict[str, Tensor] = {}
+        self.taken: Set[str] = set(self.graph.nodes)
+
+    def _name(self, base: str) -> str:
+        name = fresh_name(base, self.taken)
+        self.taken.add(name)
+        return name
 
     # - while frames -
-    def raise_loop(self, frame: Context, contexts) -> None:
-        nodes = self.graph.nodes
-        members = [n for n in nodes.values() if contexts.get((n.name, -1)) == frame]
+    def raise_loop(self, frame: Context) -> None:
+        nodes, contexts = self.graph.nodes, self.contexts
+        members = self.members[frame]
         enters = [n for n in members if n.op_type in ENTER_OPS]
         conds = [n for n in members if n.op_type == "LoopCond"]
         where = enters[0] if enters else members[0]
         if len(conds) != 1:
             raise _error(where, f"frame '{frame[-1][1]}' has {len(conds)} LoopCond nodes")
-        users = self._consumers()
+        users = self.users
         variables, invariants = [], []
         for enter in sorted(enters, key=_creation_order):
             if enter.attr("is_constant", False):
@@ -185,7 +214,7 @@ class _Raiser:
                 if switch else []
             variables.append((enter, merge, switch, nxt[0], exits))
         dtypes = [_dtype(e) for e, *_ in variables] + [_dtype(e) for e in invariants]
-        loop_name = fresh_name(f"{_scope(where.name)}while", nodes)
+        loop_name = self._name(f"{_scope(where.name)}while")
         # cond: the variables as the Merges give them; body: as the Switches' true side.
         cond_args = {(m.name, 0): i for i, (_, m, _, _, _) in enumerate(variables)}
         body_args = {(s.name, 1): i for i, (_, _, s, _, _) in enumerate(variables) if s}
@@ -212,33 +241,31 @@ class _Raiser:
         self._replace(removed, [loop], outputs)
 
     # - cond diamonds -
-    def raise_cond(self, outer: Context, key, contexts) -> None:
+    def raise_cond(self, outer: Context, key) -> bool:
         """Raise one connected cond of predicate `key` at context `outer`: its Switches, the
-        nodes of its two branches and the Merges that join them."""
-        nodes = self.graph.nodes
-        sides = {outer + (("C", key, s),): s for s in (False, True)}
-        inside = {n.name for n in nodes.values() if contexts.get((n.name, -1)) in sides}
-        switches = [n for n in nodes.values() if n.op_type in SWITCH_OPS
-                    and (n.name, 1) in contexts and contexts[(n.name, 1)][:-1] == outer
-                    and contexts[(n.name, 1)][-1][1] == key]
-        merges = [n for n in nodes.values() if n.op_type in MERGE_OPS
-                  and contexts.get((n.name, -1), ()) == outer
-                  and not _is_loop_merge(self.graph, n)
+        nodes of its two branches and the Merges that join them. False if none is left."""
+        contexts, removed = self.contexts, self.removed
+        inside = {n.name for side in (False, True)
+                  for n in self.members.get(outer + (("C", key, side),), [])} - removed
+        switches = [n for n in self.switches.get((outer, key), []) if n.name not in removed]
+        merges = [n for n in self.merges.get(outer, []) if n.name not in removed
                   and any(_side(contexts, t, outer, key) is not None for t in n.inputs)]
+        if not switches:
+            return False
         group = self._component(switches[0], switches, merges, inside)
         sw = [n for n in switches if n.name in group]
         mg = [n for n in merges if n.name in group]
         if not mg:   # branches nothing merges: no output can need them
             self._replace(group, [], {})
-            return
+            return True
+        users = self.users
         for merge in mg:
-            if any(port == 1 for u, port in self._consumers().get(merge.name, [])
-                   if u.name not in group):
+            if any(port == 1 for u, port in users.get(merge.name, []) if u.name not in group):
                 raise _error(merge, "a Merge's value_index output is read")
         sw.sort(key=_creation_order)
         mg.sort(key=_creation_order)
         outs = [_dtype(m) for m in mg]
-        name = fresh_name(f"{_scope(mg[0].name)}cond", nodes)
+        name = self._name(f"{_scope(mg[0].name)}cond")
         stops = {s.name for s in sw}
         results: Dict[bool, List[Tensor]] = {}
         used: Set[Tensor] = set()   # the Switch inputs a branch reads: one argument each
@@ -267,6 +294,7 @@ class _Raiser:
             "then_branch": ("func", functions["then"]),
             "else_branch": ("func", functions["else"])})
         self._replace(group, [cond], {m.name: (name, i) for i, m in enumerate(mg)})
+        return True
 
     def _component(self, start: TfNode, switches, merges, inside: Set[str]) -> Set[str]:
         """The switches, branch nodes and merges connected to `start` (through data and
@@ -284,17 +312,22 @@ class _Raiser:
 
     def _replace(self, removed: Set[str], new: List[TfNode], outputs: Dict[str, Tensor]) -> None:
         """Drop the `removed` nodes, add `new` where the first of them stood, and make each
-        name of `outputs` an Identity of that tensor (its consumers keep their inputs)."""
+        name of `outputs` an Identity of that tensor (its consumers keep their inputs): at
+        `finish`."""
+        anchor = next(name for name in self.graph.nodes if name in removed)
+        self.placed.setdefault(anchor, []).extend(new)
+        self.removed |= removed
+        self.outputs.update(outputs)
+
+    def finish(self) -> None:
         from tf2ir.parser.control_bodies import identity
         fresh: Dict[str, TfNode] = {}
         for name, node in self.graph.nodes.items():
-            if name in outputs:
-                fresh[name] = identity(name, outputs[name], node)
-            elif name not in removed:
+            if name in self.outputs:
+                fresh[name] = identity(name, self.outputs[name], node)
+            elif name not in self.removed:
                 fresh[name] = node
-            if new and name in removed:
-                fresh.update((n.name, n) for n in new)
-                new = []
+            fresh.update((n.name, n) for n in self.placed.get(name, []))
         for node in fresh.values():
             for src, _ in node.inputs:
                 if src not in fresh:
