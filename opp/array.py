@@ -9,7 +9,7 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
 from tf2ir.opp.common import (
-    INT64_MIN, cast_from_int64, const_ints, emit_cast, int64_input, normalize_axis,
+    INT64_MIN, cast_from_int64, const_ints, emit_cast, emit_dim, int64_input, normalize_axis,
     same_as_input, scalar_int,
 )
 
@@ -94,8 +94,8 @@ def _infer_squeeze(node):
     if x.shape is None:
         return [TensorDesc(x.dtype, None)]
     if not axes:
-        if any(d is None for d in x.shape):
-            raise ConversionError("squeezing all size-1 dims needs a known shape")
+        if any(d is None for d in x.shape):     # which dims are 1 is known at run time (as in TF)
+            return [TensorDesc(x.dtype, None)]
         return [TensorDesc(x.dtype, tuple(d for d in x.shape if d != 1))]
     axes = {normalize_axis(a, len(x.shape)) for a in axes}
     for a in axes:
@@ -109,6 +109,9 @@ def _lower_squeeze(ctx, node):
     axes = node.attrs["axis"]
     if not axes:
         shape = node.inputs[0].desc.shape
+        if shape is None or None in shape:     # ONNX Squeeze without axes drops every 1-dim
+            ctx.emit("Squeeze", [ctx.input(0)], [ctx.output(0)])
+            return
         axes = [i for i, d in enumerate(shape) if d == 1]
     ctx.emit("Squeeze", [ctx.input(0), ctx.constant(np.array(axes, np.int64))], [ctx.output(0)])
 
@@ -134,11 +137,15 @@ def _infer_expand_dims(node):
 
 @expand_dims.lower
 def _lower_expand_dims(ctx, node):
-    axis = const_ints(node, 1)
-    if axis is None:
-        raise ConversionError("the axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[0].desc.rank + 1)
-    ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
+    axis, rank = const_ints(node, 1), node.inputs[0].desc.rank
+    if axis is not None and rank is not None:
+        a = normalize_axis(axis[0], rank + 1)
+        ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
+        return
+    # A run-time axis (or rank): ONNX's negative axes count from the end of the expanded
+    # dims, as TF's do (axis + rank + 1).
+    axes = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
+    ctx.emit("Unsqueeze", [ctx.input(0), axes], [ctx.output(0)])
 
 
 expand_dims.fold(lambda node, values: [np.expand_dims(values[0], scalar_int(values[1]))])
@@ -194,8 +201,9 @@ def _lower_pad(ctx, node):
     pads = ctx.const_input(1)
     if mode == "SYMMETRIC":
         if pads is None:
-            raise ConversionError("MirrorPad SYMMETRIC needs constant paddings")
-        _lower_symmetric_pad(ctx, np.asarray(pads, np.int64).reshape(-1, 2))
+            _lower_runtime_symmetric_pad(ctx, node)
+        else:
+            _lower_symmetric_pad(ctx, np.asarray(pads, np.int64).reshape(-1, 2))
         return
     if pads is not None:
         pads_name = ctx.constant(np.asarray(pads, np.int64).T.reshape(-1), "pads")
@@ -230,6 +238,38 @@ def _lower_symmetric_pad(ctx, pads):
         final = axis == padded[-1]
         current = ctx.emit("Concat", parts, [ctx.output(0)] if final else 1, axis=axis)[0]
     if not padded:
+        ctx.emit("Identity", [current], [ctx.output(0)])
+
+
+def _lower_runtime_symmetric_pad(ctx, node):
+    """SYMMETRIC with run-time paddings: per axis, a Gather of x at the source index of each
+    output position j: i = j - before, mirrored as -i-1 below 0 and 2*dim-1-i past the end."""
+    rank = node.inputs[0].desc.rank
+    if rank is None:
+        shape = node.inputs[1].desc.shape
+        rank = shape[0] if shape is not None and len(shape) == 2 else None
+    if rank is None:
+        raise ConversionError("MirrorPad with run-time paddings needs the input rank")
+    pairs = int64_input(ctx, 1)
+
+    def c(value):
+        return ctx.constant(np.array(value, np.int64))
+
+    current = ctx.input(0)
+    for axis in range(rank):
+        before, after = (ctx.emit("Gather", [ctx.emit("Gather", [pairs, c(axis)], axis=0)[0], c(side)],
+                                  axis=0)[0] for side in (0, 1))
+        dim = emit_dim(ctx, current, axis)
+        size = ctx.emit("Add", [ctx.emit("Add", [dim, before])[0], after])[0]
+        source = ctx.emit("Sub", [ctx.emit("Range", [c(0), size, c(1)])[0], before])[0]
+        below = ctx.emit("Less", [source, c(0)])[0]
+        source = ctx.emit("Where", [below, ctx.emit("Sub", [c(-1), source])[0], source])[0]
+        past = ctx.emit("GreaterOrEqual", [source, dim])[0]
+        mirrored = ctx.emit("Sub", [ctx.emit("Sub", [ctx.emit("Add", [dim, dim])[0], c(1)])[0], source])[0]
+        source = ctx.emit("Where", [past, mirrored, source])[0]
+        current = ctx.emit("Gather", [current, source], [ctx.output(0)] if axis == rank - 1 else 1,
+                           axis=axis)[0]
+    if rank == 0:
         ctx.emit("Identity", [current], [ctx.output(0)])
 
 

@@ -3,22 +3,74 @@ and out of the batch dim, DepthToSpace and SpaceToDepth into and out of the chan
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import INT64_MAX, const_ints, data_layout, int64_constant
+from tf2ir.opp.common import (INT64_MAX, const_ints, data_layout, int64_constant, int64_input,
+                              partial_ints)
 
 OPS = OpSet("tf2ir.opp.blocks")
 
 
 def _block_and_pairs(node, what: str):
+    """(block, [before, after] per block dim) when both are constant, else None."""
     block, pairs = const_ints(node, 1), const_ints(node, 2)
-    if block is None or pairs is None:
-        raise ConversionError(f"block_shape and {what} must be constant")
-    if any(b < 1 for b in block):
+    if block is not None and any(b < 1 for b in block):
         raise ConversionError(f"block_shape {block} must be positive")
+    if block is None or pairs is None:
+        return None
+    if len(pairs) != 2 * len(block):
+        raise ConversionError(f"{what} needs {len(block)} pairs, got {len(pairs) / 2:g}")
     return block, [pairs[2 * i:2 * i + 2] for i in range(len(block))]
+
+
+def _block_count(node) -> Optional[int]:
+    """M, the number of block dims: block_shape's length, from its value or static shape."""
+    block = const_ints(node, 1)
+    if block is not None:
+        return len(block)
+    shape = node.inputs[1].desc.shape
+    if shape is None or len(shape) != 1:
+        shape = node.inputs[2].desc.shape
+    return None if shape is None or not shape or shape[0] is None else shape[0]
+
+
+def _infer_blocks(node, what: str, to_batch: bool):
+    """The output desc of SpaceToBatchND (`to_batch`) or BatchToSpaceND: dims that depend on
+    run-time operands are unknown."""
+    x, m = node.inputs[0].desc, _block_count(node)
+    if x.shape is None or m is None:
+        return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank)]
+    if len(x.shape) < 1 + m:
+        raise ConversionError(f"{m} block dims need an input of rank >= {1 + m}, not {len(x.shape)}")
+    block = const_ints(node, 1) or [None] * m
+    _block_and_pairs(node, what)
+    pairs = partial_ints(node.inputs[2], 2 * m)
+    if len(pairs) != 2 * m:
+        raise ConversionError(f"{what} needs {m} pairs, got {len(pairs) / 2:g}")
+    total = None if None in block else int(np.prod(block))
+    batch = x.shape[0]
+    if batch is not None and total is not None:
+        if not to_batch and batch % total:
+            raise ConversionError(f"batch {batch} is not a multiple of the block size {total}")
+        batch = batch * total if to_batch else batch // total
+    else:
+        batch = None
+    spatial = []
+    for d, b, before, after in zip(x.shape[1:1 + m], block, pairs[0::2], pairs[1::2]):
+        if None in (d, b, before, after):
+            spatial.append(None)
+        elif to_batch:
+            if (d + before + after) % b:
+                raise ConversionError(f"padded size {d + before + after} is not a multiple of "
+                                      f"block {b}")
+            spatial.append((d + before + after) // b)
+        else:
+            spatial.append(d * b - before - after)
+    return [TensorDesc(x.dtype, (batch,) + tuple(spatial) + x.shape[1 + m:])]
 
 
 def _shape_pieces(ctx, x: str, pieces) -> str:
@@ -43,25 +95,16 @@ space_to_batch = OPS.declare("SpaceToBatchND", "Zero-pads the spatial dims and m
     .input("x").input("block_shape", INDEX_TYPES).input("paddings", INDEX_TYPES).output("y")
 
 
-@space_to_batch.infer
-def _infer_space_to_batch(node):
-    x = node.inputs[0].desc
-    block, pads = _block_and_pairs(node, "paddings")
-    if x.shape is None:
-        return [TensorDesc(x.dtype, None)]
-    m = len(block)
-    batch = None if x.shape[0] is None else x.shape[0] * int(np.prod(block))
-    spatial = []
-    for d, b, (before, after) in zip(x.shape[1:1 + m], block, pads):
-        if d is not None and (d + before + after) % b:
-            raise ConversionError(f"padded size {d + before + after} is not a multiple of block {b}")
-        spatial.append(None if d is None else (d + before + after) // b)
-    return [TensorDesc(x.dtype, (batch,) + tuple(spatial) + x.shape[1 + m:])]
+space_to_batch.infer(lambda node: _infer_blocks(node, "paddings", to_batch=True))
 
 
 @space_to_batch.lower
 def _lower_space_to_batch(ctx, node):
-    block, pads = _block_and_pairs(node, "paddings")
+    known = _block_and_pairs(node, "paddings")
+    if known is None:
+        _lower_runtime_space_to_batch(ctx, node)
+        return
+    block, pads = known
     rank, m = node.inputs[0].desc.rank, len(block)
     if rank is None:
         raise ConversionError("the input rank must be known")
@@ -89,24 +132,16 @@ batch_to_space = OPS.declare("BatchToSpaceND", "Moves blocks of the batch dim ba
     .input("x").input("block_shape", INDEX_TYPES).input("crops", INDEX_TYPES).output("y")
 
 
-@batch_to_space.infer
-def _infer_batch_to_space(node):
-    x = node.inputs[0].desc
-    block, crops = _block_and_pairs(node, "crops")
-    if x.shape is None:
-        return [TensorDesc(x.dtype, None)]
-    m, total = len(block), int(np.prod(block))
-    if x.shape[0] is not None and x.shape[0] % total:
-        raise ConversionError(f"batch {x.shape[0]} is not a multiple of the block size {total}")
-    batch = None if x.shape[0] is None else x.shape[0] // total
-    spatial = [None if d is None else d * b - c[0] - c[1]
-               for d, b, c in zip(x.shape[1:1 + m], block, crops)]
-    return [TensorDesc(x.dtype, (batch,) + tuple(spatial) + x.shape[1 + m:])]
+batch_to_space.infer(lambda node: _infer_blocks(node, "crops", to_batch=False))
 
 
 @batch_to_space.lower
 def _lower_batch_to_space(ctx, node):
-    block, crops = _block_and_pairs(node, "crops")
+    known = _block_and_pairs(node, "crops")
+    if known is None:
+        _lower_runtime_batch_to_space(ctx, node)
+        return
+    block, crops = known
     rank, m = node.inputs[0].desc.rank, len(block)
     if rank is None:
         raise ConversionError("the input rank must be known")
@@ -127,6 +162,66 @@ def _lower_batch_to_space(ctx, node):
         ctx.emit("Slice", [joined, int64_constant(ctx, [c[0] for c in crops]),
                            int64_constant(ctx, [-c[1] if c[1] else INT64_MAX for c in crops]),
                            int64_constant(ctx, range(1, 1 + m))], [ctx.output(0)])
+
+
+# -- run-time block shapes, paddings and crops ------------------------------------------------
+def _runtime_geometry(ctx, node):
+    """(rank, M, block as an int64 [M] tensor, the pairs' [M] columns of befores and afters)
+    for block_shape and paddings/crops of which at least one is known only at run time."""
+    rank, m = node.inputs[0].desc.rank, _block_count(node)
+    if rank is None or m is None:
+        raise ConversionError("run-time block_shape/paddings need the input rank and the "
+                              "length of block_shape")
+    block, pairs = int64_input(ctx, 1), int64_input(ctx, 2)
+    columns = [ctx.emit("Gather", [pairs, int64_constant(ctx, side)], axis=1)[0] for side in (0, 1)]
+    return rank, m, block, columns
+
+
+def _dims(ctx, shape, start, end):
+    return ctx.emit("Slice", [shape, int64_constant(ctx, [start]), int64_constant(ctx, [end])])[0]
+
+
+def _lower_runtime_space_to_batch(ctx, node):
+    rank, m, block, (before, after) = _runtime_geometry(ctx, node)
+    zeros = int64_constant(ctx, [0])
+    rest = [int64_constant(ctx, [0] * (rank - 1 - m))] if rank > 1 + m else []
+    pads = ctx.emit("Concat", [zeros, before] + rest + [zeros, after] + rest, axis=0)[0]
+    x = ctx.emit("Pad", [ctx.input(0), pads])[0]
+    shape = ctx.emit("Shape", [x])[0]
+    batch, spatial, tail = _dims(ctx, shape, 0, 1), _dims(ctx, shape, 1, 1 + m), _dims(ctx, shape, 1 + m, INT64_MAX)
+    blocks = ctx.emit("Div", [spatial, block])[0]
+    # [B, s1/b1, b1, ..., sM/bM, bM, rest] → [b1..bM, B, s1/b1..sM/bM, rest] → [B*prod(b), ...]
+    one = int64_constant(ctx, [1])
+    pairs = ctx.emit("Concat", [ctx.emit("Unsqueeze", [blocks, one])[0],
+                                ctx.emit("Unsqueeze", [block, one])[0]], axis=1)[0]
+    interleaved = ctx.emit("Reshape", [pairs, int64_constant(ctx, [-1])])[0]
+    split = ctx.emit("Reshape", [x, ctx.emit("Concat", [batch, interleaved, tail], axis=0)[0]])[0]
+    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] \
+        + list(range(2 * m + 1, rank + m))
+    moved = ctx.emit("Transpose", [split], perm=perm)[0]
+    total = ctx.emit("ReduceProd", [block], keepdims=1)[0]
+    target = ctx.emit("Concat", [ctx.emit("Mul", [batch, total])[0], blocks, tail], axis=0)[0]
+    ctx.emit("Reshape", [moved, target], [ctx.output(0)])
+
+
+def _lower_runtime_batch_to_space(ctx, node):
+    rank, m, block, (before, after) = _runtime_geometry(ctx, node)
+    x = ctx.input(0)
+    shape = ctx.emit("Shape", [x])[0]
+    total = ctx.emit("ReduceProd", [block], keepdims=1)[0]
+    batch = ctx.emit("Div", [_dims(ctx, shape, 0, 1), total])[0]
+    spatial, tail = _dims(ctx, shape, 1, 1 + m), _dims(ctx, shape, 1 + m, INT64_MAX)
+    # [b1..bM, B, s1..sM, rest] → [B, s1, b1, ..., sM, bM, rest] → [B, s1*b1, ..., rest]
+    split = ctx.emit("Reshape", [x, ctx.emit("Concat", [block, batch, spatial, tail], axis=0)[0]])[0]
+    perm = [m]
+    for i in range(m):
+        perm += [m + 1 + i, i]
+    perm += list(range(2 * m + 1, rank + m))
+    moved = ctx.emit("Transpose", [split], perm=perm)[0]
+    grown = ctx.emit("Mul", [spatial, block])[0]
+    joined = ctx.emit("Reshape", [moved, ctx.emit("Concat", [batch, grown, tail], axis=0)[0]])[0]
+    ctx.emit("Slice", [joined, before, ctx.emit("Sub", [grown, after])[0],
+                       int64_constant(ctx, range(1, 1 + m))], [ctx.output(0)])
 
 
 def _depth_op(op_type, doc):

@@ -7,7 +7,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import const_ints, normalize_axis, scalar_int
+from tf2ir.opp.common import const_ints, emit_dim, int64_input, normalize_axis, scalar_int
 
 OPS = OpSet("tf2ir.opp.concat")
 
@@ -102,13 +102,13 @@ def _split_sizes(total, sizes, count):
     return list(sizes)
 
 
-def _infer_split(node, x_index, axis, sizes):
+def _infer_split(node, x_index, axis, sizes, runtime_sizes=False):
     x = node.inputs[x_index].desc
     count = len(node.outputs)
     if x.shape is None or axis is None:
         return [TensorDesc(x.dtype, None if x.rank is None else (None,) * x.rank) for _ in node.outputs]
     a = normalize_axis(axis, len(x.shape))
-    parts = _split_sizes(x.shape[a], sizes, count)
+    parts = None if runtime_sizes else _split_sizes(x.shape[a], sizes, count)
     if parts == [-1]:
         raise ConversionError(f"dim {a} of size {x.shape[a]} does not split into {count} parts")
     out = []
@@ -144,12 +144,29 @@ split.lower(lambda ctx, node: _lower_split(ctx, node, 1, 0, None))
 split_v = OPS.declare("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
     .input("x").input("size_splits", INDEX_TYPES).input("split_dim", INDEX_TYPES) \
     .dynamic_output("y", count_attr="num_split").attr("num_split", "int")
-split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1)))
+split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1),
+                                        runtime_sizes=const_ints(node, 1) is None))
 
 
 @split_v.lower
 def _lower_split_v(ctx, node):
-    sizes = const_ints(node, 1)
-    if sizes is None:
-        raise ConversionError("size_splits must be constant")
-    _lower_split(ctx, node, 0, 2, sizes)
+    sizes, axis = const_ints(node, 1), const_ints(node, 2)
+    shape = node.inputs[0].desc.shape
+    if sizes is not None and (-1 not in sizes or (shape is not None and axis is not None
+                                                  and shape[normalize_axis(axis[0], len(shape))]
+                                                  is not None)):
+        _lower_split(ctx, node, 0, 2, sizes)
+        return
+    # Sizes known at run time (or a -1 entry over a dim known at run time): the -1 entry
+    # takes what the others leave of the dim.
+    rank = node.inputs[0].desc.rank
+    if axis is None or rank is None:
+        raise ConversionError("the split axis must be constant and the input rank known")
+    a = normalize_axis(axis[0], rank)
+    parts = int64_input(ctx, 1)
+    rest = ctx.emit("Equal", [parts, ctx.constant(np.array(-1, np.int64))])[0]
+    zero = ctx.constant(np.array(0, np.int64))
+    others = ctx.emit("ReduceSum", [ctx.emit("Where", [rest, zero, parts])[0]], keepdims=0)[0]
+    remainder = ctx.emit("Sub", [emit_dim(ctx, ctx.input(0), a), others])[0]
+    parts = ctx.emit("Where", [rest, remainder, parts])[0]
+    ctx.emit("Split", [ctx.input(0), parts], [ctx.output(i) for i in range(len(node.outputs))], axis=a)

@@ -295,19 +295,19 @@ def _lower_conv_transpose(ctx, node):
     out_spatial = spatial_attrs(sizes, fmt)
     x = node.inputs[2].desc
     in_spatial = spatial_attrs(x.shape, fmt) if x.shape is not None else [None] * len(kernel)
-    if None in out_spatial or None in in_spatial:
-        raise ConversionError("a transposed convolution needs known spatial sizes "
-                              "(input_sizes' spatial entries and the input's spatial dims)")
     padding = node.attrs["padding"]
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
+        raise ConversionError(f"padding {padding!r} is not SAME, VALID or EXPLICIT")
+    if None in out_spatial or None in in_spatial:
+        _lower_runtime_conv_transpose(ctx, node, fmt, kernel, strides, dilations, out_spatial)
+        return
     if padding == "SAME":
         pads = same_pads(out_spatial, kernel, strides, dilations)
     elif padding == "VALID":
         pads = [0] * (2 * len(kernel))
-    elif padding == "EXPLICIT":
+    else:
         pairs = _explicit_pads(node, fmt)
         pads = [p[0] for p in pairs] + [p[1] for p in pairs]
-    else:
-        raise ConversionError(f"padding {padding!r} is not SAME, VALID or EXPLICIT")
     # The forward convolution of an `out`-sized input gives `in` outputs; the `extra` input
     # rows its last window did not reach become ONNX's output_padding.
     n = len(kernel)
@@ -323,3 +323,53 @@ def _lower_conv_transpose(ctx, node):
     emit_spatial(ctx, fmt, "ConvTranspose", [compute_input(ctx, 2, dtype), weight], dtype,
                  kernel_shape=kernel, strides=strides, dilations=dilations, pads=pads,
                  output_padding=extra if any(extra) else None)
+
+
+def _lower_runtime_conv_transpose(ctx, node, fmt, kernel, strides, dilations, out_spatial):
+    """Output spatial sizes known only at run time (input_sizes a tensor, or the input's
+    spatial dims unknown): ONNX ConvTranspose without padding gives the full output, of which
+    TF's output is the window [before, before + out) per spatial dim - the rows past the full
+    output (which no input reaches) are zeros. `before` is TF's padding before: SAME's half of
+    its total (computed from the run-time size when a stride is above 1), 0 for VALID."""
+    dtype, n = node.inputs[2].desc.dtype, len(kernel)
+    first = 1 if fmt.endswith("C") else 2                     # the first spatial dim
+    axes = list(range(first, first + n))
+    weight, _ = onnx_filter(ctx, node, 1, dtype=dtype, transposed=True)
+    full = ctx.fresh("full")
+    emit_spatial(ctx, fmt, "ConvTranspose", [compute_input(ctx, 2, dtype), weight], dtype,
+                 output=full, kernel_shape=kernel, strides=strides, dilations=dilations)
+
+    def ints(values):
+        return ctx.constant(np.array(values, np.int64))
+
+    if None in out_spatial:
+        sizes = ctx.input(0)
+        if ctx.input_desc(0).dtype != "int64":
+            sizes = ctx.emit("Cast", [sizes], to=ONNX_DTYPES["int64"])[0]
+        out = ctx.emit("Gather", [sizes, ints(axes)], axis=0)[0]
+    else:
+        out = ints(out_spatial)
+    effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    padding = node.attrs["padding"]
+    if padding == "EXPLICIT":
+        before = ints([p[0] for p in _explicit_pads(node, fmt)])
+    elif padding == "VALID":
+        before = ints([0] * n)
+    elif None not in out_spatial or all(st == 1 for st in strides):
+        before = ints(same_pads(out_spatial if None not in out_spatial else [None] * n, kernel,
+                                strides, dilations)[:n])
+    else:   # SAME: total = max((ceil(out / s) - 1) * s + effective - out, 0)
+        step = ints(strides)
+        blocks = ctx.emit("Div", [ctx.emit("Add", [out, ints([st - 1 for st in strides])])[0], step])[0]
+        span = ctx.emit("Mul", [ctx.emit("Sub", [blocks, ints(1)])[0], step])[0]
+        total = ctx.emit("Sub", [ctx.emit("Add", [span, ints(effective)])[0], out])[0]
+        total = ctx.emit("Max", [total, ints(0)])[0]
+        before = ctx.emit("Div", [total, ints(2)])[0]
+    stop = ctx.emit("Add", [before, out])[0]
+    window = ctx.emit("Slice", [full, before, stop, ints(axes)])[0]
+    reached = ctx.emit("Gather", [ctx.emit("Shape", [full])[0], ints(axes)], axis=0)[0]
+    missing = ctx.emit("Max", [ctx.emit("Sub", [stop, reached])[0], ints(0)])[0]
+    rank = len(fmt)
+    pads = ctx.emit("Concat", [ints([0] * (rank + first)), missing,
+                               ints([0] * (rank - first - n))], axis=0)[0]
+    ctx.emit("Pad", [window, pads], [ctx.output(0)])

@@ -4,15 +4,15 @@ ops that build or mask matrices (MatrixDiag, MatrixBandPart)."""
 from __future__ import annotations
 
 import re
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
-    ARITHMETIC_VIA, broadcast_shapes, emit_cast, emit_dim, emit_via, emit_where, int64_constant,
-    same_as_input, scalar_int64_input,
+    ARITHMETIC_VIA, Emitter, broadcast_shapes, const_ints, emit_cast, emit_dim, emit_via, emit_where,
+    int64_constant, int64_input, same_as_input, scalar_int64_input,
 )
 
 OPS = OpSet("tf2ir.opp.linalg")
@@ -220,7 +220,11 @@ def _infer_matrix_diag(node):
 
 @matrix_diag.lower
 def _lower_matrix_diag(ctx, node):
-    dtype = node.inputs[0].desc.dtype
+    _emit_main_diagonal(ctx, node.inputs[0].desc.dtype, ctx.input(1))
+
+
+def _emit_main_diagonal(ctx, dtype, padding):
+    """Square matrices with input 0 on the main diagonal, `padding` (a name, '' for 0) elsewhere."""
     last = ctx.constant(np.array([-1], np.int64))
     size = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], last])[0]      # [N]
     count = ctx.emit("Squeeze", [size])[0]
@@ -230,8 +234,145 @@ def _lower_matrix_diag(ctx, node):
     on_diagonal = ctx.emit("Equal", [rows, positions])[0]                              # [N, N]
     column = ctx.emit("Unsqueeze", [ctx.input(0), last])[0]                            # [..., N, 1]
     # entry (i, j) of a row takes diagonal[..., i]: the diagonal as a column broadcasts
-    padding = ctx.input(1) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
+    padding = padding or ctx.constant(np.zeros((), numpy_dtype(dtype)))
     ctx.emit("Where", [on_diagonal, column, padding], [ctx.output(0)])
+
+
+# -- diagonal bands (MatrixDiagV2/V3) ------------------------------------------------------------
+ALIGNS = ("LEFT_LEFT", "LEFT_RIGHT", "RIGHT_LEFT", "RIGHT_RIGHT")
+matrix_diag_band = (OPS.declare(
+    "MatrixDiagV3", "Matrices [..., num_rows, num_cols] holding the diagonals k[0]..k[1] of "
+    "`diagonal` ([..., num_diags, max_len], or [..., max_len] for one diagonal) and "
+    "padding_value elsewhere; `align` (SUPER_SUB) says which side short diagonals are packed to.")
+    .input("diagonal").input("k", ("int32", "int64")).input("num_rows", ("int32", "int64"))
+    .input("num_cols", ("int32", "int64")).input("padding_value").output("y")
+    .attr("align", "str", "RIGHT_LEFT"))
+
+
+def _diag_geometry(lo, hi, length, rows, cols):
+    """TF's output size: -1 rows/cols take the smallest that holds the diagonals (square when
+    both are -1)."""
+    min_rows, min_cols = length - min(hi, 0), length + max(lo, 0)
+    if rows == -1 and cols == -1:
+        return max(min_rows, min_cols), max(min_rows, min_cols)
+    return (min_rows if rows == -1 else rows), (min_cols if cols == -1 else cols)
+
+
+def _band_known(node):
+    """(lo, hi) when k is constant; (None, None) otherwise."""
+    k = const_ints(node, 1)
+    if k is None:
+        return None, None
+    if not 1 <= len(k) <= 2 or k[0] > k[-1]:
+        raise ConversionError(f"k={k} must be one offset or a pair with k[0] <= k[1]")
+    return k[0], k[-1]
+
+
+def _single_diagonal(node) -> Optional[bool]:
+    """Whether `diagonal` holds one diagonal (no num_diags dim); None when k decides at run time."""
+    lo, hi = _band_known(node)
+    if lo is not None:
+        return lo == hi
+    shape = node.inputs[1].desc.shape
+    return True if shape is not None and (len(shape) == 0 or shape == (1,)) else None
+
+
+@matrix_diag_band.infer
+def _infer_matrix_diag_band(node):
+    d = node.inputs[0].desc
+    if node.attrs["align"] not in ALIGNS:
+        raise ConversionError(f"align {node.attrs['align']!r} is not one of {', '.join(ALIGNS)}")
+    single = _single_diagonal(node)
+    if d.rank is not None and d.rank < (1 if single else 2):
+        raise ConversionError(f"a diagonal of rank {d.rank} is too small")
+    if d.shape is None or single is None:
+        return [TensorDesc(d.dtype, None)]
+    batch = d.shape[:-1] if single else d.shape[:-2]
+    (lo, hi), rows, cols = _band_known(node), const_ints(node, 2), const_ints(node, 3)
+    if lo is None or rows is None or cols is None or d.shape[-1] is None:
+        return [TensorDesc(d.dtype, batch + (None, None))]
+    if not single and d.shape[-2] not in (None, hi - lo + 1):
+        raise ConversionError(f"the diagonal holds {d.shape[-2]} diagonals, k={lo},{hi} needs "
+                              f"{hi - lo + 1}")
+    return [TensorDesc(d.dtype, batch + _diag_geometry(lo, hi, d.shape[-1], rows[0], cols[0]))]
+
+
+@matrix_diag_band.lower
+def _lower_matrix_diag_band(ctx, node):
+    dtype, rank = node.inputs[0].desc.dtype, node.inputs[0].desc.rank
+    lo, hi = _band_known(node)
+    rows, cols = const_ints(node, 2), const_ints(node, 3)
+    if lo == hi == 0 and rows == [-1] and cols == [-1]:     # tf.linalg.diag's main diagonal
+        _emit_main_diagonal(ctx, dtype, ctx.input(4))
+        return
+    if rank is None:
+        raise ConversionError("the diagonal's rank must be known")
+    o = Emitter(ctx, "int64")
+    k = o.Reshape(int64_input(ctx, 1), o.c([-1]))
+    lo, hi = o.Gather(k, o.c(0), axis=0), o.Gather(k, o.c(-1), axis=0)
+    length = emit_dim(ctx, ctx.input(0), rank - 1)
+    count = o.Add(o.Sub(hi, lo), o.c(1))                                   # num_diags
+    min_rows, min_cols = o.Sub(length, o.Min(hi, o.c(0))), o.Add(length, o.Max(lo, o.c(0)))
+    rows_in, cols_in = scalar_int64_input(ctx, 2), scalar_int64_input(ctx, 3)
+    free_rows, free_cols = o.Equal(rows_in, o.c(-1)), o.Equal(cols_in, o.c(-1))
+    square, both = o.Max(min_rows, min_cols), o.And(free_rows, free_cols)
+    rows = o.Where(both, square, o.Where(free_rows, min_rows, rows_in))
+    cols = o.Where(both, square, o.Where(free_cols, min_cols, cols_in))
+    i = o.Unsqueeze(o.Range(o.c(0), rows, o.c(1)), o.c([1]))                # [M, 1]
+    j = o.Range(o.c(0), cols, o.c(1))                                      # [N]
+    d = o.Sub(j, i)                                                        # n - m
+    valid = o.And(o.GreaterOrEqual(d, lo), o.LessOrEqual(d, hi))
+    row = o.Min(o.Max(o.Sub(hi, d), o.c(0)), o.Sub(count, o.c(1)))         # k[1] - d
+    after = o.Max(d, o.c(0))
+    # Short diagonals packed to the right start late: offset = max_len - diag_len(d).
+    super_right, sub_right = node.attrs["align"].startswith("RIGHT"), node.attrs["align"].endswith("RIGHT")
+    index = o.Sub(j, after)
+    if super_right or sub_right:
+        diag_len = o.Min(o.Sub(cols, after), o.Add(rows, o.Min(d, o.c(0))))
+        offset = o.Sub(length, diag_len)
+        if not (super_right and sub_right):
+            side = o.GreaterOrEqual(d, o.c(0)) if super_right else o.LessOrEqual(d, o.c(0))
+            offset = o.Where(side, offset, o.c(0))
+        index = o.Add(index, offset)
+    index = o.Min(o.Max(index, o.c(0)), o.Sub(length, o.c(1)))
+    flat = o.Add(o.Mul(row, length), index)                                 # [M, N]
+    # The batch dims: all but the last (one diagonal) or the last two (a band).
+    single = _single_diagonal(node)
+    if single is None:
+        end = o.Sub(o.c([rank - 1]), o.Cast(o.Greater(o.Reshape(count, o.c([1])), o.c(1)), to=7))
+    else:
+        end = o.c([rank - 1 if single else rank - 2])
+    batch = o.Slice(o.Shape(ctx.input(0)), o.c([0]), end)
+    values = o.Reshape(ctx.input(0), o.Concat(o.c([-1]), o.Reshape(o.Mul(count, length), o.c([1])),
+                                              axis=0))
+    picked = o.Gather(values, flat, axis=1)                                 # [B, M, N]
+    padding = ctx.input(4) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
+    chosen = emit_where(ctx, valid, picked, padding, dtype)
+    shape = o.Concat(batch, o.Reshape(rows, o.c([1])), o.Reshape(cols, o.c([1])), axis=0)
+    ctx.emit("Reshape", [chosen, shape], [ctx.output(0)])
+
+
+@matrix_diag_band.fold
+def _fold_matrix_diag_band(node, values):
+    diagonal, k, rows, cols, padding = values
+    k = [int(v) for v in np.asarray(k).reshape(-1)]
+    lo, hi = k[0], k[-1]
+    bands = diagonal[..., np.newaxis, :] if lo == hi else diagonal
+    length = diagonal.shape[-1]
+    rows, cols = _diag_geometry(lo, hi, length, int(np.asarray(rows).reshape(-1)[0]),
+                                int(np.asarray(cols).reshape(-1)[0]))
+    m, n = np.arange(rows)[:, np.newaxis], np.arange(cols)[np.newaxis, :]
+    d = n - m
+    after = np.maximum(d, 0)
+    diag_len = np.minimum(cols - after, rows + np.minimum(d, 0))
+    align = node.attrs["align"]
+    right = ((d >= 0) & align.startswith("RIGHT")) | ((d <= 0) & align.endswith("RIGHT"))
+    index = np.clip(n - after + np.where(right, length - diag_len, 0), 0, max(length - 1, 0))
+    row = np.clip(hi - d, 0, hi - lo)
+    fill = np.asarray(padding, diagonal.dtype).reshape(-1)[0]
+    if length == 0:
+        return [np.full(bands.shape[:-2] + (rows, cols), fill, diagonal.dtype)]
+    return [np.where((d >= lo) & (d <= hi), bands[..., row, index], fill).astype(diagonal.dtype)]
 
 
 # -- band part -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
 from tf2ir.opp.common import (
     INT64_MAX, INT64_MIN, const_ints, emit_dim, int64_constant, int64_input, normalize_axis,
-    same_as_input, unknown_desc,
+    partial_ints, same_as_input, unknown_desc,
 )
 
 OPS = OpSet("tf2ir.opp.slicing")
@@ -66,122 +66,239 @@ strided_slice = OPS.declare("StridedSlice", "TF strided slicing with its five bi
     .output("y").attr("begin_mask", "int", 0).attr("end_mask", "int", 0) \
     .attr("ellipsis_mask", "int", 0).attr("new_axis_mask", "int", 0).attr("shrink_axis_mask", "int", 0)
 
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
-def dense_slice_spec(rank, begin, end, strides, attrs):
-    """Expand TF's sparse slice spec into per-output entries.
 
-    Each entry is ('new',) for a new axis, or ('dim', input_dim, start, stop, step, shrink)
-    with start/stop None for "from the edge" (begin_mask/end_mask)."""
-    masks = {k: attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                   "new_axis_mask", "shrink_axis_mask")}
-    n = len(begin)
-    consuming = sum(1 for i in range(n) if not (masks["ellipsis_mask"] >> i) & 1
-                    and not (masks["new_axis_mask"] >> i) & 1)
+def slice_layout(rank, n, attrs):
+    """TF's sparse slice spec of length `n` laid over the dims of a rank-`rank` input, from the
+    masks alone: ('new',) for a new axis, ('full', dim) for a dim the spec leaves whole (the
+    ellipsis and the trailing dims), ('dim', dim, i, begin_masked, end_masked, shrink) for a dim
+    that spec entry i slices. With `rank` None (unknown) the trailing dims are left out and an
+    ellipsis is refused."""
+    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = (attrs[k] for k in _MASKS)
+    consuming = sum(1 for i in range(n) if not (ellipsis_mask >> i) & 1
+                    and not (new_axis_mask >> i) & 1)
     entries, dim = [], 0
     seen_ellipsis = False
     for i in range(n):
-        if (masks["ellipsis_mask"] >> i) & 1 and not seen_ellipsis:
+        if (ellipsis_mask >> i) & 1 and not seen_ellipsis:
             seen_ellipsis = True
+            if rank is None:
+                raise ConversionError("an ellipsis in the slice spec needs the input rank")
             for _ in range(rank - consuming):
-                entries.append(("dim", dim, None, None, 1, False))
+                entries.append(("full", dim))
                 dim += 1
-        elif (masks["new_axis_mask"] >> i) & 1:
+        elif (new_axis_mask >> i) & 1:
             entries.append(("new",))
         else:
-            shrink = bool((masks["shrink_axis_mask"] >> i) & 1)
-            start = None if (masks["begin_mask"] >> i) & 1 and not shrink else begin[i]
-            stop = None if (masks["end_mask"] >> i) & 1 and not shrink else end[i]
-            if shrink:
-                stop = None if start == -1 else start + 1
-                entries.append(("dim", dim, start, stop, 1, True))
-            else:
-                if strides[i] == 0:
-                    raise ConversionError("strides must be non-zero")
-                entries.append(("dim", dim, start, stop, strides[i], False))
+            shrink = bool((shrink_mask >> i) & 1)
+            entries.append(("dim", dim, i, bool((begin_mask >> i) & 1) and not shrink,
+                            bool((end_mask >> i) & 1) and not shrink, shrink))
             dim += 1
+    if rank is None:
+        return entries
     while dim < rank:
-        entries.append(("dim", dim, None, None, 1, False))
+        entries.append(("full", dim))
         dim += 1
     if dim != rank:
         raise ConversionError(f"slice spec of length {n} does not fit rank {rank}")
     return entries
 
 
+def dense_slice_spec(rank, begin, end, strides, attrs):
+    """Expand TF's sparse slice spec into per-output entries.
+
+    Each entry is ('new',) for a new axis, or ('dim', input_dim, start, stop, step, shrink)
+    with start/stop None for "from the edge" (begin_mask/end_mask)."""
+    entries = []
+    for entry in slice_layout(rank, len(begin), attrs):
+        if entry[0] == "new":
+            entries.append(("new",))
+        elif entry[0] == "full":
+            entries.append(("dim", entry[1], None, None, 1, False))
+        else:
+            _, dim, i, begin_masked, end_masked, shrink = entry
+            if shrink:
+                start = begin[i]
+                entries.append(("dim", dim, start, None if start == -1 else start + 1, 1, True))
+                continue
+            if strides[i] == 0:
+                raise ConversionError("strides must be non-zero")
+            entries.append(("dim", dim, None if begin_masked else begin[i],
+                            None if end_masked else end[i], strides[i], False))
+    return entries
+
+
+def spec_length(node):
+    """The length of the slice spec: of a constant begin/end/strides, or from the static shape
+    of one of them; None when unknown."""
+    for index in (1, 2, 3):
+        value = const_ints(node, index)
+        if value is not None:
+            return len(value)
+    for index in (1, 2, 3):
+        shape = node.inputs[index].desc.shape
+        if shape is not None and len(shape) == 1 and shape[0] is not None:
+            return shape[0]
+    return None
+
+
 @strided_slice.infer
 def _infer_strided_slice(node):
-    x = node.inputs[0].desc
-    begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
-    if x.shape is None or strides is None:
+    x, n = node.inputs[0].desc, spec_length(node)
+    if x.shape is None or n is None:
         return [TensorDesc(x.dtype, None)]
-    bounds_known = begin is not None and end is not None
-    if not bounds_known:  # the rank still follows from the strides and the masks
-        begin = end = [0] * len(strides)
+    begin, end, strides = (partial_ints(node.inputs[i], n) for i in (1, 2, 3))
     shape = []
-    for entry in dense_slice_spec(len(x.shape), begin, end, strides, node.attrs):
+    for entry in slice_layout(len(x.shape), n, node.attrs):
         if entry[0] == "new":
             shape.append(1)
             continue
-        _, dim, start, stop, step, shrink = entry
+        if entry[0] == "full":
+            shape.append(x.shape[entry[1]])
+            continue
+        _, dim, i, begin_masked, end_masked, shrink = entry
         if shrink:
             continue
+        start, stop, step = (None if begin_masked else begin[i], None if end_masked else end[i],
+                             strides[i])
         size = x.shape[dim]
-        if not bounds_known and (start, stop, step) != (None, None, 1):
-            size = None
-        shape.append(None if size is None else len(range(*slice(start, stop, step).indices(size))))
+        known = step is not None and (begin_masked or start is not None) \
+            and (end_masked or stop is not None)
+        if step == 0:
+            raise ConversionError("strides must be non-zero")
+        shape.append(None if size is None or not known
+                     else len(range(*slice(start, stop, step).indices(size))))
     return [TensorDesc(x.dtype, tuple(shape))]
+
+
+def _squeeze_and_unsqueeze(ctx, current, layout):
+    """Squeeze the shrunk dims of a sliced tensor and insert its new axes, writing output 0."""
+    squeeze = [e[1] for e in layout if e[0] == "dim" and e[5]]
+    # Output positions of new axes count the dims before them that survive the squeeze.
+    unsqueeze, kept = [], 0
+    for entry in layout:
+        if entry[0] == "new":
+            unsqueeze.append(kept)
+        if entry[0] != "dim" or not entry[5]:
+            kept += 1
+    if squeeze:
+        current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
+                           [ctx.output(0)] if not unsqueeze else 1)[0]
+    if unsqueeze:
+        current = ctx.emit("Unsqueeze", [current, ctx.constant(np.array(unsqueeze, np.int64))],
+                           [ctx.output(0)])[0]
+    if current != ctx.output(0):
+        ctx.emit("Identity", [current], [ctx.output(0)])
 
 
 @strided_slice.lower
 def _lower_strided_slice(ctx, node):
     rank = node.inputs[0].desc.rank
     begin, end, strides = (const_ints(node, i) for i in (1, 2, 3))
-    masks = [node.attrs[k] for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                     "new_axis_mask", "shrink_axis_mask")]
-    if begin is None or end is None or strides is None:
-        if any(masks) or strides is None:
-            raise ConversionError("non-constant begin/end needs constant strides and no masks")
-        n = len(strides)
-        ctx.emit("Slice", [ctx.input(0), int64_input(ctx, 1), int64_input(ctx, 2),
-                           ctx.constant(np.arange(n, dtype=np.int64)),
-                           ctx.constant(np.array(strides, np.int64))], [ctx.output(0)])
+    if begin is None or end is None or strides is None or rank is None:
+        _lower_runtime_strided_slice(ctx, node, rank)
         return
-    if rank is None:
-        raise ConversionError("the input rank must be known")
-    starts, stops, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
-    for out_pos, entry in enumerate(dense_slice_spec(rank, begin, end, strides, node.attrs)):
+    starts, stops, axes, steps = [], [], [], []
+    entries = dense_slice_spec(rank, begin, end, strides, node.attrs)
+    shape = node.inputs[0].desc.shape
+    for entry in entries:
         if entry[0] == "new":
-            unsqueeze.append(out_pos)
             continue
         _, dim, start, stop, step, shrink = entry
-        if shrink:
-            squeeze.append(dim)
         if start is None and stop is None and step == 1:
             continue
+        if step < 0 and start is not None and start < -1:
+            # TF clamps a start below -dim to -1 (nothing) for a negative step, ONNX to 0.
+            if shape[dim] is None:
+                _lower_runtime_strided_slice(ctx, node, rank)
+                return
+            if start + shape[dim] < 0:
+                start, stop = 0, 0              # from 0 down to 0: nothing
         starts.append(start if start is not None else (0 if step > 0 else INT64_MAX))
         stops.append(stop if stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
         axes.append(dim)
         steps.append(step)
-    # Output positions of new axes count the shrunk dims that vanish before them.
-    unsqueeze = [p - sum(1 for e in dense_slice_spec(rank, begin, end, strides, node.attrs)[:p]
-                         if e[0] == "dim" and e[5]) for p in unsqueeze]
     current = ctx.input(0)
-    steps_after = [bool(squeeze), bool(unsqueeze)]
+    reshaped = any(e[0] == "new" or e[5] for e in entries)
     if axes:
-        final = not any(steps_after)
         current = ctx.emit("Slice", [current, ctx.constant(np.array(starts, np.int64)),
                                      ctx.constant(np.array(stops, np.int64)),
                                      ctx.constant(np.array(axes, np.int64)),
                                      ctx.constant(np.array(steps, np.int64))],
-                           [ctx.output(0)] if final else 1)[0]
-    if squeeze:
-        final = not unsqueeze
-        current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
-                           [ctx.output(0)] if final else 1)[0]
-    if unsqueeze:
-        current = ctx.emit("Unsqueeze", [current, ctx.constant(np.array(unsqueeze, np.int64))],
-                           [ctx.output(0)])[0]
-    if current != ctx.output(0):
-        ctx.emit("Identity", [current], [ctx.output(0)])
+                           1 if reshaped else [ctx.output(0)])[0]
+    layout = slice_layout(rank, len(begin), node.attrs)
+    _squeeze_and_unsqueeze(ctx, current, layout)
+
+
+def _lower_runtime_strided_slice(ctx, node, rank):
+    """begin, end or strides known only at run time (the masks are attributes): one Slice
+    over every dim the spec slices, masked bounds filled by the sign of the stride (with
+    Where when the strides are run-time values), a shrunk dim sliced [b, b+1)."""
+    n = spec_length(node)
+    if n is None:
+        raise ConversionError("the slice spec's length must be known (begin, end or strides "
+                              "of a static shape)")
+    layout = slice_layout(rank, n, node.attrs)
+    ranged = [e for e in layout if e[0] == "dim"]
+    current = ctx.input(0)
+    if ranged:
+        positions = [e[2] for e in ranged]
+        shrink = np.array([e[5] for e in ranged])
+        begin_masked = np.array([e[3] for e in ranged])
+        end_masked = np.array([e[4] for e in ranged])
+
+        def pick(index):
+            name = int64_input(ctx, index)
+            if positions == list(range(n)):
+                return name
+            return ctx.emit("Gather", [name, int64_constant(ctx, positions)], axis=0)[0]
+
+        def choose(mask, a, b):       # mask: a constant bool vector
+            if mask.all():
+                return a
+            return ctx.emit("Where", [ctx.constant(mask), a, b])[0] if mask.any() else b
+
+        begins, ends = pick(1), pick(2)
+        strides = const_ints(node, 3)
+        if strides is not None:
+            steps = [1 if s else strides[p] for p, s in zip(positions, shrink)]
+            if 0 in steps:
+                raise ConversionError("strides must be non-zero")
+            forward = np.array(steps) > 0
+            step = int64_constant(ctx, steps)
+            start_fill = int64_constant(ctx, np.where(forward, 0, INT64_MAX))
+            end_fill = int64_constant(ctx, np.where(forward, INT64_MAX, INT64_MIN))
+        else:
+            step = choose(shrink, int64_constant(ctx, [1] * len(ranged)), pick(3))
+            forward = ctx.emit("Greater", [step, int64_constant(ctx, 0)])[0]
+            start_fill = ctx.emit("Where", [forward, int64_constant(ctx, 0),
+                                            int64_constant(ctx, INT64_MAX)])[0]
+            end_fill = ctx.emit("Where", [forward, int64_constant(ctx, INT64_MAX),
+                                          int64_constant(ctx, INT64_MIN)])[0]
+        starts = choose(begin_masked, start_fill, begins)
+        stops = choose(end_masked, end_fill, ends)
+        if strides is None or (~forward & ~begin_masked).any():
+            # TF clamps a start below -dim to -1 (nothing) for a negative step, ONNX to 0:
+            # such a slice ends at 0, which leaves it empty too.
+            dims = ctx.emit("Gather", [ctx.emit("Shape", [current])[0],
+                                       int64_constant(ctx, [e[1] for e in ranged])], axis=0)[0]
+            below = ctx.emit("Less", [ctx.emit("Add", [begins, dims])[0], int64_constant(ctx, 0)])[0]
+            backward = ctx.emit("Less", [step, int64_constant(ctx, 0)])[0] if strides is None \
+                else ctx.constant(~forward)
+            nothing = ctx.emit("And", [ctx.emit("And", [below, backward])[0],
+                                       ctx.constant(~begin_masked)])[0]
+            stops = ctx.emit("Where", [nothing, int64_constant(ctx, 0), stops])[0]
+        if shrink.any():     # [b, b+1), and [-1, the end) for b = -1
+            last = ctx.emit("Equal", [begins, int64_constant(ctx, -1)])[0]
+            after = ctx.emit("Where", [last, int64_constant(ctx, INT64_MAX),
+                                       ctx.emit("Add", [begins, int64_constant(ctx, 1)])[0]])[0]
+            stops = choose(shrink, after, stops)
+        reshaped = any(e[0] == "new" for e in layout) or shrink.any()
+        current = ctx.emit("Slice", [current, starts, stops,
+                                     int64_constant(ctx, [e[1] for e in ranged]), step],
+                           1 if reshaped else [ctx.output(0)])[0]
+    _squeeze_and_unsqueeze(ctx, current, layout)
 
 
 @strided_slice.fold

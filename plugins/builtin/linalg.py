@@ -1,7 +1,5 @@
 """Built-in mappings for TF's linear algebra: MatMul, BatchMatMul (V1-V3), Einsum, MatrixDiag
-(V1 and the main diagonal of V3) and MatrixBandPart."""
-
-import numpy as np
+(V1-V3) and MatrixBandPart."""
 
 from tf2ir.ir import ConversionError
 from tf2ir.opp import linalg as linalg_ops
@@ -31,28 +29,13 @@ def parse_einsum(src, op):
     auto_mapping_dynamic(src, op, [DynamicInputOutputInfo("input", "x", "N")])
 
 
-def _const(op, index, what):
-    value = op.inputs[index].const_value if op.inputs[index] is not None else None
-    if value is None:
-        raise ConversionError(f"MatrixDiagV3 needs a constant {what}")
-    return [int(v) for v in np.asarray(value).reshape(-1)]
-
-
 def parse_matrix_diag_v3(src, op):
-    """Only the main diagonal of square matrices (tf.linalg.diag's default: k=0,
-    num_rows=num_cols=-1) maps to MatrixDiag; other diagonals raise."""
-    diagonal, k, num_rows, num_cols, padding = op.inputs
-    offsets = _const(op, 1, "k")
-    if any(o != 0 for o in offsets):
-        raise ConversionError(f"MatrixDiagV3 with k={offsets} is not supported; only the main "
-                              "diagonal (k=0)")
-    size = None if diagonal.desc.shape is None else diagonal.desc.shape[-1]
-    for what, index in (("num_rows", 2), ("num_cols", 3)):
-        value = _const(op, index, what)[0]
-        if value != -1 and value != size:
-            raise ConversionError(f"MatrixDiagV3 with {what}={value} (diagonal length {size}) "
-                                  "is not supported; only square matrices")
-    op.inputs = [diagonal, padding]
+    """MatrixDiagV2/V3: k, num_rows, num_cols and padding_value may be constants or run-time
+    tensors; V2 packs short diagonals to the left (align LEFT_LEFT), V3 as `align` says."""
+    if len(op.inputs) != 5:
+        raise ConversionError(f"{src.op_type} takes 5 inputs, the node has {len(op.inputs)}")
+    op.set_attr("align", src.attr("align", "RIGHT_LEFT") if src.op_type == "MatrixDiagV3"
+                else "LEFT_LEFT")
 
 
 MAPPINGS = [
@@ -61,7 +44,8 @@ MAPPINGS = [
     .parse_params_fn(parse_batch_mat_mul),
     register_op("Einsum").origin_op_type("Einsum").parse_params_fn(parse_einsum),
     register_op("MatrixDiag").origin_op_type("MatrixDiag"),
-    register_op("MatrixDiag").origin_op_type("MatrixDiagV3").parse_params_fn(parse_matrix_diag_v3),
+    register_op("MatrixDiagV3").origin_op_type("MatrixDiagV2", "MatrixDiagV3")
+    .parse_params_fn(parse_matrix_diag_v3),
     register_op("MatrixBandPart").origin_op_type("MatrixBandPart"),
 ]
 

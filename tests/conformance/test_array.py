@@ -79,6 +79,41 @@ def test_mirror_pad_symbolic_batch(mode):
              specs=[spec((None, 4, 3))], extra_inputs=[[rand(3, 4, 3)]])
 
 
+# name: (mode, feeds of paddings); every feed runs through the same model
+RUNTIME_PADS = {
+    "CONSTANT": [[[1, 0], [2, 1]], [[0, 3], [0, 0]]],
+    "REFLECT": [[[1, 2], [3, 0]], [[0, 0], [4, 4]], [[3, 3], [0, 1]]],
+    "SYMMETRIC": [[[1, 2], [3, 0]], [[0, 0], [5, 5]], [[4, 4], [0, 1]], [[0, 0], [0, 0]]],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(RUNTIME_PADS))
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_pad_runtime_paddings(mode, dtype):
+    """Paddings fed at run time: MirrorPad REFLECT is ONNX Pad's reflect; SYMMETRIC, which
+    ONNX has not, gathers mirrored indices per axis."""
+    fn = lambda x, p: tf.pad(x, p, mode=mode)  # noqa: E731
+    feeds = [[rand(4, 5, dtype=dtype), np.array(p, np.int32)] for p in RUNTIME_PADS[mode]]
+    check_op(fn, feeds[0], specs=[spec((4, 5), dtype), spec((2, 2), "int32", "x1")],
+             extra_inputs=feeds[1:])
+
+
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+def test_mirror_pad_runtime_paddings_symbolic_dims(mode):
+    fn = lambda x, p: tf.pad(x, p, mode=mode)  # noqa: E731
+    check_op(fn, [rand(2, 3, 4), np.array([[1, 1], [0, 2], [3, 1]], np.int64)],
+             specs=[spec((None, None, 4)), spec((3, 2), "int64", "x1")],
+             extra_inputs=[[rand(3, 4, 4), np.array([[0, 2], [3, 1], [0, 0]], np.int64)]])
+
+
+def test_pad_v2_runtime_paddings_and_value():
+    fn = lambda x, p, v: tf.pad(x, p, constant_values=v)  # noqa: E731
+    check_op(fn, [rand(3, 4, dtype="int32"), np.array([[2, 0], [1, 1]], np.int64), np.int32(-7)],
+             specs=[spec((3, 4), "int32"), spec((2, 2), "int64", "x1"), spec((), "int32", "x2")],
+             extra_inputs=[[rand(3, 4, dtype="int32"), np.array([[0, 1], [0, 3]], np.int64),
+                            np.int32(5)]])
+
+
 # -- shapes --------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_transpose(dtype):
@@ -125,6 +160,32 @@ def test_expand_dims(axis, dtype):
 def test_expand_dims_symbolic():
     check_op(lambda x: tf.expand_dims(x, -1), [rand(2, 3)], specs=[spec((None, 3))],
              extra_inputs=[[rand(4, 3)]])
+
+
+def test_squeeze_all_unknown_rank():
+    """squeeze without axes on an input whose dims are unknown: ONNX Squeeze without axes
+    drops the dims that are 1 at run time, as TF does."""
+    fn = lambda x, shape: tf.reshape(tf.squeeze(tf.reshape(x, shape)), [-1, 2])  # noqa: E731
+    check_op(fn, [rand(2, 1, 3), np.array([1, 6, 1], np.int32)],
+             specs=[spec((2, 1, 3)), spec((None,), "int32", "x1")],
+             extra_inputs=[[rand(2, 1, 3), np.array([3, 1, 2], np.int32)]])
+    check_op(lambda x: tf.squeeze(x) * 2.0, [rand(1, 3, 1)], specs=[spec((None, 3, None))],
+             extra_inputs=[[rand(2, 3, 1)], [rand(1, 3, 4)]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool"])
+def test_expand_dims_runtime_axis(dtype):
+    fn = lambda x, a: tf.expand_dims(x, a)  # noqa: E731
+    feeds = [[rand(2, 3, dtype=dtype), np.int32(a)] for a in (0, 2, -1, -3, 1)]
+    check_op(fn, feeds[0], specs=[spec((2, 3), dtype), spec((), "int32", "x1")],
+             extra_inputs=feeds[1:])
+
+
+def test_expand_dims_runtime_axis_int64_symbolic():
+    fn = lambda x, a: tf.expand_dims(x, a) + 1  # noqa: E731
+    check_op(fn, [rand(2, 3, 4, dtype="int64"), np.array([-2], np.int64)],
+             specs=[spec((None, 3, None), "int64"), spec((1,), "int64", "x1")],
+             extra_inputs=[[rand(1, 3, 2, dtype="int64"), np.array([3], np.int64)]])
 
 
 CASTS = [("float32", "int32"), ("float32", "int64"), ("float64", "int32"), ("float32", "bool"),

@@ -51,6 +51,76 @@ def test_batch_to_space_nd_symbolic():
              extra_inputs=[[rand(8, 2, 5, 2)]])
 
 
+# -- run-time block_shape, paddings and crops ------------------------------------------------
+# which operands are graph inputs: (block_shape, paddings/crops)
+RUNTIME_OPERANDS = {"both": (True, True), "block": (True, False), "pairs": (False, True)}
+
+
+def _runtime_fn(op, block, pairs, which):
+    """`op` over x and whichever of block/pairs `which` feeds at run time (the rest constant)."""
+    fed_block, fed_pairs = RUNTIME_OPERANDS[which]
+
+    def fn(x, *fed):
+        fed = list(fed)
+        b = fed.pop(0) if fed_block else block
+        p = fed.pop(0) if fed_pairs else pairs
+        return op(x, b, p)
+    return fn
+
+
+def _runtime_feeds(x_runs, block_runs, pair_runs, which, dtype="int32"):
+    fed_block, fed_pairs = RUNTIME_OPERANDS[which]
+    runs = []
+    for x, b, p in zip(x_runs, block_runs, pair_runs):
+        runs.append([x] + ([np.array(b, dtype)] if fed_block else [])
+                    + ([np.array(p, dtype)] if fed_pairs else []))
+    m = len(block_runs[0])
+    specs = [spec((None,) * (x_runs[0].ndim - 1) + x_runs[0].shape[-1:], x_runs[0].dtype.name)]
+    if fed_block:
+        specs.append(spec((m,), dtype, "x1"))
+    if fed_pairs:
+        specs.append(spec((m, 2), dtype, f"x{len(specs)}"))
+    return runs, specs
+
+
+# which: runs of (x shape, block_shape, paddings), the operands `which` names fed at run time
+SPACE_TO_BATCH_RUNS = {
+    "both": [((2, 4, 6, 3), [2, 3], [[1, 1], [2, 1]]), ((1, 6, 3, 3), [2, 3], [[0, 2], [0, 0]]),
+             ((3, 4, 6, 3), [1, 2], [[0, 0], [1, 1]])],
+    "block": [((2, 4, 6, 3), [2, 3], [[1, 1], [2, 1]]), ((1, 4, 6, 3), [3, 3], [[1, 1], [2, 1]])],
+    "pairs": [((2, 4, 6, 3), [2, 3], [[1, 1], [2, 1]]), ((1, 6, 3, 3), [2, 3], [[0, 2], [0, 0]]),
+              ((3, 4, 6, 3), [2, 3], [[0, 0], [1, 2]])],
+}
+
+
+@pytest.mark.parametrize("which", sorted(RUNTIME_OPERANDS))
+def test_space_to_batch_nd_runtime(which):
+    shapes, blocks, pads = zip(*SPACE_TO_BATCH_RUNS[which])
+    runs, specs = _runtime_feeds([rand(*shape) for shape in shapes], blocks, pads, which)
+    fn = _runtime_fn(tf.space_to_batch_nd, blocks[0], pads[0], which)
+    check_op(fn, runs[0], specs=specs, extra_inputs=runs[1:])
+
+
+@pytest.mark.parametrize("which", sorted(RUNTIME_OPERANDS))
+def test_batch_to_space_nd_runtime(which):
+    blocks, crops = [[2, 3], [2, 3], [3, 1]], [[[1, 0], [2, 1]], [[0, 0], [0, 3]], [[2, 1], [0, 0]]]
+    if which == "block":
+        crops = [crops[0]] * 3
+    if which == "pairs":
+        blocks = [blocks[0]] * 3
+    xs = [rand(2 * int(np.prod(b)), 3, 4, 2, dtype="int32") for b in blocks]
+    runs, specs = _runtime_feeds(xs, blocks, crops, which, "int64")
+    fn = _runtime_fn(tf.batch_to_space, blocks[0], crops[0], which)
+    check_op(fn, runs[0], specs=specs, extra_inputs=runs[1:])
+
+
+def test_space_to_batch_nd_runtime_one_block_dim_rest_dims():
+    fn = lambda x, b, p: tf.space_to_batch_nd(x, b, p)  # noqa: E731
+    check_op(fn, [rand(2, 5, 3, 2), np.array([3], np.int32), np.array([[1, 0]], np.int32)],
+             specs=[spec((2, 5, 3, 2)), spec((1,), "int32", "x1"), spec((1, 2), "int32", "x2")],
+             extra_inputs=[[rand(2, 5, 3, 2), np.array([2], np.int32), np.array([[0, 1]], np.int32)]])
+
+
 @pytest.mark.parametrize("block,dtype", cases_and_dtypes([2, 3], ["float32", "int32", "bool"]))
 def test_depth_to_space(block, dtype):
     check_op(lambda x: tf.nn.depth_to_space(x, block), [rand(2, 2, 3, 2 * block * block, dtype=dtype)])

@@ -163,6 +163,59 @@ def test_conv2d_transpose_symbolic_batch():
              **TOL)
 
 
+# -- transposed convolutions with a run-time output shape --------------------------------------
+RUNTIME_TRANSPOSE_CASES = {
+    # name: (input shape, filter shape (h, w, out, in), strides, padding, output shapes to feed)
+    "same_s2": ((1, 4, 4, 3), (3, 3, 2, 3), (2, 2), "SAME", [(1, 8, 8, 2), (1, 7, 8, 2), (1, 7, 7, 2)]),
+    "same_s1": ((2, 5, 4, 2), (2, 3, 3, 2), (1, 1), "SAME", [(2, 5, 4, 3)]),
+    "same_s3_2": ((1, 3, 2, 2), (4, 2, 1, 2), (3, 2), "SAME", [(1, 9, 4, 1), (1, 7, 3, 1)]),
+    "valid_s2": ((1, 3, 3, 2), (3, 3, 4, 2), (2, 2), "VALID", [(1, 7, 7, 4), (1, 8, 8, 4)]),
+    "valid_s3_extra": ((1, 3, 2, 2), (2, 2, 1, 2), (3, 3), "VALID", [(1, 8, 7, 1), (1, 10, 6, 1)]),
+    "explicit": ((1, 4, 4, 2), (3, 3, 2, 2), (2, 2), [[0, 0], [1, 1], [2, 0], [0, 0]],
+                 [(1, 8, 7, 2), (1, 7, 8, 2)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_TRANSPOSE_CASES))
+def test_conv2d_transpose_runtime_output_shape(case):
+    """input_sizes fed at run time: one model, several output sizes the input fits."""
+    shape, fshape, strides, padding, out_shapes = RUNTIME_TRANSPOSE_CASES[case]
+    w, x = rand(*fshape), rand(*shape)
+    fn = lambda v, sizes: tf.nn.conv2d_transpose(v, w, sizes, strides, padding)  # noqa: E731
+    runs = [[x, np.array(out, np.int32)] for out in out_shapes]
+    check_op(fn, runs[0], specs=[_spec(shape), _spec((4,), "int32", "x1")], extra_inputs=runs[1:],
+             **TOL)
+
+
+def test_conv2d_transpose_runtime_output_shape_symbolic_float64():
+    """Symbolic input dims, float64 data (computed in float32)."""
+    w = rand(3, 2, 2, 3, dtype="float64")
+    fn = lambda v, sizes: tf.nn.conv2d_transpose(v, w, sizes, (2, 3), "SAME")  # noqa: E731
+    check_op(fn, [rand(1, 4, 3, 3, dtype="float64"), np.array([1, 8, 9, 2], np.int32)],
+             specs=[_spec((None, None, None, 3), "float64"), _spec((4,), "int32", "x1")],
+             extra_inputs=[[rand(2, 3, 2, 3, dtype="float64"), np.array([2, 5, 4, 2], np.int32)]],
+             atol=1e-4, rtol=1e-4)
+
+
+def test_conv_transpose_runtime_output_shape_symbolic_spatial_constant_sizes():
+    """A constant output shape over an input of unknown spatial dims (Keras: the shape comes
+    from the layer's config, the data from a symbolic input)."""
+    w = rand(3, 3, 2, 3)
+    fn = lambda v: tf.nn.conv_transpose(v, w, (1, 8, 8, 2), 2, "SAME")  # noqa: E731
+    check_op(fn, [rand(1, 4, 4, 3)], specs=[_spec((1, None, None, 3))], **TOL)
+
+
+@pytest.mark.parametrize("padding,out_shapes", [("SAME", [(1, 7, 8, 6, 2), (1, 8, 7, 4, 2)]),
+                                                ("VALID", [(1, 9, 9, 7, 2), (1, 10, 10, 5, 2)])])
+def test_conv3d_transpose_runtime_output_shape(padding, out_shapes):
+    """Conv3DBackpropInputV2 with an int64 output shape fed at run time."""
+    w = rand(3, 3, 2, 2, 3)
+    fn = lambda x, sizes: tf.nn.conv3d_transpose(x, w, sizes, (1, 2, 2, 3, 1), padding)  # noqa: E731
+    runs = [[rand(1, 4, 4, 2, 3), np.array(out, np.int64)] for out in out_shapes]
+    check_op(fn, runs[0], specs=[_spec((1, 4, 4, 2, 3)), _spec((5,), "int64", "x1")],
+             extra_inputs=runs[1:], **TOL)
+
+
 # -- Conv3D and its transpose ----------------------------------------------------------------------
 # TF's CPU Conv3D refuses dilations > 1, so they are not tested here.
 CONV3D_CASES = {

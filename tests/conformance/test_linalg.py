@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from tests.conformance.harness import check_op, rand
-from tf2ir.ir import ConversionError
 
 tf = pytest.importorskip("tensorflow")
 
@@ -16,6 +15,7 @@ TESTED_DTYPES = {
     "BatchMatMul": ("float32",),
     "Einsum": ("float32", "float64", "int32"),
     "MatrixDiag": ("float32",),
+    "MatrixDiagV2": ("float32",),
     "MatrixDiagV3": ("float32", "int32"),
     "MatrixBandPart": ("float32", "int32", "bool"),
 }
@@ -133,9 +133,86 @@ def test_matrix_diag_v1():
     check_op(lambda d: tf.raw_ops.MatrixDiag(diagonal=d), [rand(2, 3, 4)])
 
 
-def test_matrix_diag_off_diagonal_is_a_clear_error():
-    with pytest.raises(ConversionError, match="k=\\[1\\]"):
-        check_op(lambda d: tf.linalg.diag(d, k=1), [rand(2, 3)])
+# name: (diagonal shape, k, num_rows, num_cols, align)
+DIAG_BANDS = {
+    "super": ((2, 3), 1, -1, -1, "RIGHT_LEFT"),
+    "sub": ((3,), -2, -1, -1, "RIGHT_LEFT"),
+    "band_right_left": ((2, 3, 4), (-1, 1), -1, -1, "RIGHT_LEFT"),
+    "band_left_right": ((3, 4), (-2, 0), -1, -1, "LEFT_RIGHT"),
+    "band_left_left": ((2, 4), (0, 1), -1, -1, "LEFT_LEFT"),
+    "band_right_right": ((3, 3), (-1, 1), 4, -1, "RIGHT_RIGHT"),
+    "rows_and_cols": ((2, 3), 1, 5, 4, "RIGHT_LEFT"),
+    "wide": ((3,), -1, 4, 6, "RIGHT_LEFT"),
+    "main_rectangular": ((2, 3), 0, 3, 5, "RIGHT_LEFT"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIAG_BANDS))
+def test_matrix_diag_v3_bands(case):
+    """Constant k, num_rows and num_cols: off-diagonals, bands in each alignment, rectangles."""
+    shape, k, rows, cols, align = DIAG_BANDS[case]
+    fn = lambda d: tf.linalg.diag(d, k=k, num_rows=rows, num_cols=cols, padding_value=-1,  # noqa: E731
+                                  align=align)
+    check_op(fn, [rand(*shape)])
+
+
+@pytest.mark.parametrize("case", sorted(DIAG_BANDS))
+def test_matrix_diag_v3_runtime_operands(case):
+    """k, num_rows, num_cols and padding_value all fed at run time: one model."""
+    shape, k, rows, cols, align = DIAG_BANDS[case]
+    fn = lambda d, k, r, c, p: tf.linalg.diag(d, k=k, num_rows=r, num_cols=c,  # noqa: E731
+                                              padding_value=p, align=align)
+    k = np.array(k, np.int32)
+    specs = [spec((None,) * len(shape), "int32"), spec(k.shape, "int32", 1), spec((), "int32", 2),
+             spec((), "int32", 3), spec((), "int32", 4)]
+    check_op(fn, [rand(*shape, dtype="int32"), k, np.int32(rows), np.int32(cols), np.int32(9)],
+             specs=specs, extra_inputs=[[rand(*shape, dtype="int32"), k, np.int32(-1), np.int32(-1),
+                                         np.int32(0)]])
+
+
+def test_matrix_diag_v3_runtime_k_scalar():
+    fn = lambda d, k: tf.linalg.diag(d, k=k)  # noqa: E731
+    assert "MatrixDiagV3" in op_types(fn, [spec((None, 3)), spec((), "int32", 1)])
+    check_op(fn, [rand(2, 3), np.int32(2)], specs=[spec((None, 3)), spec((), "int32", 1)],
+             extra_inputs=[[rand(1, 3), np.int32(-1)], [rand(4, 3), np.int32(0)]])
+
+
+def test_matrix_diag_v3_runtime_k_pair_decides_the_rank():
+    """With k a run-time pair, k[0] == k[1] means one diagonal (the output has one more dim)
+    and k[0] < k[1] a band: the output's rank is known only at run time."""
+    fn = lambda d, k: tf.linalg.diag(d, k=k) * 2.0  # noqa: E731
+    specs = [spec((2, 3, 4)), spec((2,), "int32", 1)]
+    check_op(fn, [rand(2, 3, 4), np.array([-1, 1], np.int32)], specs=specs,
+             extra_inputs=[[rand(2, 3, 4), np.array([1, 1], np.int32)],
+                           [rand(2, 3, 4), np.array([0, 2], np.int32)]])
+
+
+def test_matrix_diag_v2_packs_left():
+    fn = lambda d: tf.raw_ops.MatrixDiagV2(diagonal=d, k=(-1, 1), num_rows=-1, num_cols=-1,  # noqa: E731
+                                           padding_value=0.5)
+    check_op(fn, [rand(2, 3, 3)])
+    fn = lambda d, k: tf.raw_ops.MatrixDiagV2(diagonal=d, k=k, num_rows=-1, num_cols=4,  # noqa: E731
+                                              padding_value=0.0)
+    check_op(fn, [rand(2, 3), np.int32(1)], specs=[spec((2, 3)), spec((), "int32", 1)])
+
+
+def test_matrix_diag_v3_main_diagonal_stays_compact():
+    """tf.linalg.diag's main diagonal keeps its short lowering: no run-time geometry."""
+    import tempfile
+    import onnx
+    from tests.conformance.harness import convert_function
+    with tempfile.TemporaryDirectory() as directory:
+        path, _, _, _ = convert_function(tf.linalg.diag, [spec((None, 3))], directory)
+        ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert ops <= {"Shape", "Gather", "Squeeze", "Range", "Unsqueeze", "Equal", "Where"}, ops
+
+
+def test_matrix_diag_v3_constant_folds():
+    from tests.conformance.harness import converted_op_types
+    table = np.arange(6, dtype=np.float32).reshape(2, 3)
+    fn = lambda x: x + tf.linalg.diag(table, k=(-1, 0), align="LEFT_RIGHT")  # noqa: E731
+    assert "MatrixDiagV3" not in converted_op_types(fn, [spec((3, 3))])
+    check_op(fn, [rand(3, 3)])
 
 
 # -- MatrixBandPart ------------------------------------------------------------------------

@@ -30,6 +30,7 @@ SLICES = {
     "negative_stride": lambda x: x[::-1, 3:0:-2],
     "negative_begin": lambda x: x[-2:, -3::-1],
     "out_of_range": lambda x: x[1:100, -100:2],
+    "start_below_dim_backward": lambda x: x[-100::-1, -6:-9:-1],   # TF: nothing, ONNX: clamps to 0
     "ellipsis_shrink": lambda x: x[..., 1],
     "ellipsis_middle": lambda x: x[1:, ..., ::-1],
     "shrink_last": lambda x: x[-1, :, -1],
@@ -59,6 +60,13 @@ def test_strided_slice_explicit_masks():
 def test_strided_slice_symbolic_dims():
     check_op(lambda x: x[1:, ::-2, tf.newaxis, -1], [rand(4, 5, 6)],
              specs=[spec((None, None, 6))], extra_inputs=[[rand(7, 3, 6)]])
+
+
+def test_strided_slice_backward_from_below_symbolic_dim():
+    """x[-3::-1] is empty on a dim shorter than 3 (TF clamps the start to -1), which a
+    constant Slice cannot say when the dim is unknown."""
+    check_op(lambda x: x[-3::-1], [rand(5, 2)], specs=[spec((None, 2))],
+             extra_inputs=[[rand(2, 2)], [rand(3, 2)]])
 
 
 def test_strided_slice_dynamic_begin():
@@ -134,3 +142,78 @@ def test_constant_slices_fold():
     ops = converted_op_types(constant_slices, [spec((5,))])
     assert not ops & FOLDED, f"not folded: {ops & FOLDED}"
     check_op(constant_slices, [rand(5)])
+
+
+# -- StridedSlice with run-time begin/end/strides --------------------------------------------
+# name: (masks, feeds of (begin, end, strides)); every feed runs through the same model.
+RUNTIME_SLICES = {
+    "plain": ({}, [([1, -4, 0], [3, -1, 6], [1, 2, 1]), ([0, 0, 5], [4, 5, 0], [2, 1, -1])]),
+    "negative_strides": ({}, [([-1, 3, 5], [0, 0, -7], [-1, -2, -1]),
+                              ([3, -1, 2], [-100, 1, 100], [-2, -1, 3])]),
+    "out_of_range": ({}, [([-100, 1, 3], [100, 100, -100], [1, 1, -1]),
+                          ([-5, -6, -100], [0, -9, 0], [-1, -1, -2])]),
+    "begin_end_masks": ({"begin_mask": 0b101, "end_mask": 0b110},
+                        [([1, 1, 2], [3, 4, 5], [1, 1, 1]), ([1, 1, 2], [3, 4, 5], [-1, -2, -1]),
+                         ([-2, 0, 4], [0, -1, 0], [-2, 1, 2])]),
+    "shrink": ({"shrink_axis_mask": 0b101, "begin_mask": 0b010},
+               [([-1, 0, 2], [0, 3, 3], [1, 1, 1]), ([2, 2, -1], [3, 0, 0], [1, -1, 1])]),
+    "ellipsis_new_axis": ({"ellipsis_mask": 0b010, "new_axis_mask": 0b001},
+                          [([0, 0, 1], [0, 0, 4], [1, 1, 2]), ([0, 0, -1], [0, 0, 0], [1, 1, -1])]),
+    "all_masks": ({"new_axis_mask": 0b10001, "shrink_axis_mask": 0b00010, "ellipsis_mask": 0b00100,
+                   "end_mask": 0b01000},
+                  [([0, -1, 0, 1, 0], [0, 0, 0, 3, 0], [1, 1, 1, 2, 1]),
+                   ([0, 2, 0, 4, 0], [0, 0, 0, 0, 0], [1, 1, 1, -1, 1])]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_SLICES))
+def test_strided_slice_runtime_bounds_and_strides(case):
+    masks, feeds = RUNTIME_SLICES[case]
+    fn = lambda x, b, e, s: tf.strided_slice(x, b, e, s, **masks)  # noqa: E731
+    n = len(feeds[0][0])
+    specs = [spec((4, 5, 6))] + [spec((n,), "int32", f"x{i}") for i in (1, 2, 3)]
+    runs = [[rand(4, 5, 6)] + [np.array(v, np.int32) for v in feed] for feed in feeds]
+    check_op(fn, runs[0], specs=specs, extra_inputs=runs[1:])
+
+
+def test_strided_slice_runtime_begin_only_int64_symbolic():
+    """Constant end and strides, a run-time begin (int64) and symbolic dims: XLNet's
+    relative-attention shift slices x[:, b:] this way."""
+    fn = lambda x, b: x[:, b[0]:, ::-1][b[1]]  # noqa: E731
+    check_op(fn, [rand(3, 6, 2), np.array([2, -1], np.int64)],
+             specs=[spec((None, None, 2)), spec((2,), "int64", "x1")],
+             extra_inputs=[[rand(4, 5, 2), np.array([-3, 0], np.int64)]])
+
+
+def test_strided_slice_runtime_unknown_rank():
+    """The input's rank is unknown (a reshape to a run-time shape); no ellipsis, so the spec
+    needs only its own dims."""
+    def fn(x, shape, b):
+        y = tf.strided_slice(tf.reshape(x, shape), b, [0, 3], [-1, 1], end_mask=1,
+                             shrink_axis_mask=0b10)
+        return tf.reshape(y, [-1])
+    check_op(fn, [rand(4, 5, 2), np.array([4, 10], np.int32), np.array([1, -1], np.int32)],
+             specs=[spec((4, 5, 2)), spec((None,), "int32", "x1"), spec((2,), "int32", "x2")],
+             extra_inputs=[[rand(4, 5, 2), np.array([2, 5, 4], np.int32),
+                            np.array([-2, 1], np.int32)]])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+def test_strided_slice_runtime_dtypes(dtype):
+    fn = lambda x, s: tf.strided_slice(x, [0, 1], [0, 3], s, begin_mask=1, end_mask=1)  # noqa: E731
+    check_op(fn, [rand(4, 5, dtype=dtype), np.array([-1, 1], np.int32)],
+             specs=[spec((4, 5), dtype), spec((2,), "int32", "x1")],
+             extra_inputs=[[rand(4, 5, dtype=dtype), np.array([2, 1], np.int32)]])
+
+
+def test_constant_strided_slice_stays_compact():
+    """Constant bounds keep one Slice (and Squeeze/Unsqueeze for the masks): no run-time
+    bound arithmetic."""
+    import onnx
+    import tempfile
+    from tests.conformance.harness import convert_function
+    with tempfile.TemporaryDirectory() as directory:
+        path, _, _, _ = convert_function(lambda x: x[tf.newaxis, -1, ..., 1:3, ::-1], [spec((4, 5, 6))],
+                                         directory)
+        ops = [n.op_type for n in onnx.load(path).graph.node]
+    assert sorted(ops) == ["Slice", "Squeeze", "Unsqueeze"], ops
