@@ -35,14 +35,14 @@ def infer_node(node: Node, infer: bool = True) -> None:
         try:
             node.attrs[name] = check_attr_value(spec.type, node.attrs[name])
         except TypeError as exc:
-            raise fail(f"attribute '{name}': {exc}") from None
+            raise fail(f"attribute '{name}': {exc}") from exc
     if infer and proto.infer_fn is not None:
         try:
             descs = proto.infer_fn(node)
         except ConversionError as exc:
             raise exc.located(node=node.name, op_type=node.op_type)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:
-            raise fail(f"shape inference failed: {type(exc).__name__}: {exc}") from None
+            raise fail(f"shape inference failed: {type(exc).__name__}: {exc}") from exc
         if len(descs) != len(node.outputs):
             raise fail(f"inference gave {len(descs)} outputs for {len(node.outputs)}")
         for value, desc in zip(node.outputs, descs):

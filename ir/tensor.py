@@ -16,6 +16,17 @@ DTYPES = {
     "bool": np.bool_, "string": np.object_,
     "complex64": np.complex64, "complex128": np.complex128,
 }
+TENSOR_TYPES = tuple(DTYPES)
+
+# A TF TensorList / TensorArray value (TF's `variant`): a list of tensors of one element
+# dtype. Its IR dtype is "list_<element dtype>" and its desc's shape is what is known of
+# every element's shape (the list's length is not part of the desc). "variant" and
+# "resource" are TF's opaque handle dtypes, which attributes name (a While's T, a TF1
+# Enter's T); no IR op makes a value of them.
+LIST_PREFIX = "list_"
+LIST_TYPES = tuple(LIST_PREFIX + name for name in TENSOR_TYPES)
+DTYPES.update({name: None for name in LIST_TYPES})
+DTYPES["variant"] = DTYPES["resource"] = None
 
 FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -47,8 +58,29 @@ def numpy_dtype(dtype: str) -> np.dtype:
         if dtype == "bfloat16":
             import ml_dtypes  # shipped with onnx's and tensorflow's dependencies
             return np.dtype(ml_dtypes.bfloat16)
+        if dtype in DTYPES:
+            raise ValueError(f"IR dtype {dtype!r} is not a tensor dtype (no numpy dtype)")
         raise ValueError(f"unknown IR dtype {dtype!r}")
     return np.dtype(np_type)
+
+
+def is_list_dtype(dtype: str) -> bool:
+    """Whether `dtype` is a list's ("list_float32": a TensorList of float32 tensors)."""
+    return dtype in LIST_TYPES
+
+
+def list_dtype(element: str) -> str:
+    """The dtype of a list of `element` tensors."""
+    if element not in TENSOR_TYPES:
+        raise ValueError(f"a list's elements must be tensors, not {element!r}")
+    return LIST_PREFIX + element
+
+
+def element_dtype(dtype: str) -> str:
+    """The element dtype of list dtype `dtype`."""
+    if not is_list_dtype(dtype):
+        raise ValueError(f"{dtype!r} is not a list dtype")
+    return dtype[len(LIST_PREFIX):]
 
 
 @dataclass

@@ -61,7 +61,7 @@ def check_node(node: Node) -> None:
             check_attr_value(spec.type, node.attrs[name])
         except TypeError as exc:
             raise ConversionError(f"attribute '{name}': {exc}", node=node.name,
-                                  op_type=node.op_type) from None
+                                  op_type=node.op_type) from exc
     for sub in node.subgraphs.values():
         check_graph(sub)
 

@@ -164,13 +164,17 @@ def check_window_attrs(node, rank: int) -> None:
                                   "at least 1")
 
 
-def window_output(size: Optional[int], kernel: int, stride: int, dilation: int,
+def window_output(size: Optional[int], kernel: Optional[int], stride: int, dilation: int,
                   padding: str, pads=(0, 0)) -> Optional[int]:
+    """The output size of a window op along one spatial dim; None when it depends on an
+    unknown size or kernel (SAME padding needs only the size: ceil(size / stride))."""
     if size is None:
         return None
-    effective = (kernel - 1) * dilation + 1
     if padding == "SAME":
         return -(-size // stride)
+    if kernel is None:
+        return None
+    effective = (kernel - 1) * dilation + 1
     if padding == "VALID":
         return max((size - effective) // stride + 1, 0)
     return (size + pads[0] + pads[1] - effective) // stride + 1

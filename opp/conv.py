@@ -58,6 +58,8 @@ def onnx_pads(node, data_format, kernel):
         # onnxruntime rejects auto_pad SAME_* with dilations: give TF's SAME pads explicitly.
         x = node.inputs[0].desc
         spatial = spatial_attrs(x.shape, data_format) if x.shape is not None else [None] * (rank - 2)
+        if None in kernel:
+            raise ConversionError("SAME padding with dilations needs the filter's spatial shape")
         pads = same_pads(spatial, kernel, spatial_attrs(node.attrs["strides"], data_format), dilations)
         if pads is None:
             raise ConversionError("SAME padding with dilations and strides needs known spatial dims")
@@ -154,8 +156,11 @@ def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=Non
     rank = len(fshape)
     groups, new_shape = 1, None
     if depthwise:
+        if None in fshape[2:]:
+            raise ConversionError("a depthwise filter needs known channel and multiplier dims")
         groups = fshape[2]
-        new_shape = [fshape[0], fshape[1], 1, fshape[2] * fshape[3]]
+        # an unknown spatial dim is copied by Reshape (0), which a run-time filter takes
+        new_shape = [fshape[0] or 0, fshape[1] or 0, 1, fshape[2] * fshape[3]]
     elif x_channels is not None and fshape[-2]:
         groups = x_channels // fshape[-2]
     perm = [rank - 1, rank - 2] + list(range(rank - 2))       # TF's layout → ONNX's
@@ -180,17 +185,19 @@ def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=Non
 def _lower_conv(ctx, node, depthwise=False):
     fmt, ffmt = conv_layouts(node)
     fshape = tf_filter_shape(node, 1, ffmt)
-    if fshape is None or None in fshape[:-2]:
-        raise ConversionError("the filter's spatial shape must be known")
+    if fshape is None:
+        raise ConversionError(f"the filter must be a rank-{len(fmt)} tensor ({ffmt})")
     dtype = node.inputs[0].desc.dtype
     weight, groups = onnx_filter(ctx, node, 1, depthwise)
     inputs = [compute_input(ctx, 0, dtype), weight]
     if ctx.input(2):
         inputs.append(compute_input(ctx, 2, dtype))
+    # A filter of unknown spatial shape (a run-time filter): ONNX Conv reads kernel_shape from W.
     kernel = list(fshape[:-2])
+    known = None not in kernel
     emit_spatial(ctx, fmt, "Conv", inputs, dtype, strides=spatial_attrs(node.attrs["strides"], fmt),
                  dilations=spatial_attrs(node.attrs["dilations"], fmt),
-                 group=groups if groups != 1 else None, kernel_shape=kernel,
+                 group=groups if groups != 1 else None, kernel_shape=kernel if known else None,
                  **onnx_pads(node, fmt, kernel))
 
 

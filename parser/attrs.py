@@ -17,9 +17,11 @@ TF_DTYPES = {
     1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
     7: "string", 8: "complex64", 9: "int64", 10: "bool", 14: "bfloat16",
     17: "uint16", 18: "complex128", 19: "float16", 22: "uint32", 23: "uint64",
+    21: "variant",   # TensorList handles: the IR gives them list dtypes (opp/lists.py)
+    20: "resource",  # TF1 TensorArray handles: the IR's TensorArray gives a list for them
 }
 TF_DTYPE_NAMES = {0: "invalid", 11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16",
-                  16: "quint16", 20: "resource", 21: "variant"}
+                  16: "quint16"}
 
 
 def ir_dtype(tf_type: int) -> str:

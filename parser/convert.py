@@ -20,6 +20,9 @@ from tf2ir.plugins.subgraph import SUBGRAPH_KEY, build_subgraph
 PASSTHROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient",
                "CheckNumerics", "EnsureShape"}
 UNSUPPORTED_EXIT = 3
+# IR ops whose output compiles to a graph input or an initializer of its own name
+# (PlaceholderWithDefault: an optional input): a graph output they give is copied by an Identity.
+SOURCE_OPS = ("Const", "PlaceholderWithDefault")
 
 
 @dataclass
@@ -200,7 +203,7 @@ class Converter:
                                       model=self.model, node=name, exit_code=ExitStatus.USAGE)
             value = self.values[key]
             out_name = name if port == 0 else f"{name}:{port}"
-            is_source = value.producer is None or value.producer.op_type == "Const"
+            is_source = value.producer is None or value.producer.op_type in SOURCE_OPS
             if is_source or value in self.graph.outputs or value.name != out_name \
                     and self.graph.has_value(out_name):
                 value = self.graph.add_node("Identity", [value], name=f"{out_name}/output",

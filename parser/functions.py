@@ -54,6 +54,9 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
     "LSTMBlockCell": ("i", "cs", "f", "o", "ci", "co", "h"),
     "GRUBlockCell": ("r", "u", "c", "h"),
     "CudnnRNN": ("output", "output_h", "output_c", "reserve_space"),
+    "TensorListPopBack": ("output_handle", "tensor"),
+    "TensorListConcat": ("tensor", "lengths"), "TensorListConcatV2": ("tensor", "lengths"),
+    "TensorArrayV3": ("handle", "flow"), "TensorArrayConcatV3": ("value", "lengths"),
 }
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 

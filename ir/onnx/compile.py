@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -18,19 +19,34 @@ from tf2ir.ir.passes import IR_PASSES, PassManager
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.verify import check_graph
 from tf2ir.ir.prototype import get_prototype, has_prototype
-from tf2ir.ir.tensor import TensorDesc
+from tf2ir.ir.tensor import TensorDesc, element_dtype, is_list_dtype
 
 OPSET = 18
+log = logging.getLogger("tf2ir")
+
+
+def _make_value_info(name: str, dtype: str, shape) -> onnx.ValueInfoProto:
+    """A tensor's type, or for a list dtype an ONNX sequence of tensors of its elements'
+    type and shape."""
+    if is_list_dtype(dtype):
+        return helper.make_tensor_sequence_value_info(name, ONNX_DTYPES[element_dtype(dtype)],
+                                                      shape)
+    return helper.make_tensor_value_info(name, ONNX_DTYPES[dtype], shape)
+
+
+def _check_onnx_dtype(name: str, desc: TensorDesc) -> None:
+    dtype = element_dtype(desc.dtype) if is_list_dtype(desc.dtype) else desc.dtype
+    if dtype not in ONNX_DTYPES:
+        raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
 
 
 def value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
-    if desc.dtype not in ONNX_DTYPES:
-        raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
+    _check_onnx_dtype(name, desc)
     shape = None
     if desc.shape is not None:
         shape = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(desc.shape)]
     try:
-        return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype], shape)
+        return _make_value_info(name, desc.dtype, shape)
     except ValueError as exc:        # a dim beyond int64
         raise ConversionError(f"the shape {desc.shape_text()} of {name!r} does not fit ONNX: "
                               f"{exc}") from None
@@ -48,6 +64,10 @@ class LowerContext:
         self._const_cache: Dict[tuple, str] = {}
         self.node: Optional[Node] = None
         self.model: Optional[str] = None
+        # graph inputs a lowering declares (`graph_input`), each with its default value; None
+        # in a subgraph's context, which cannot declare any
+        self.input_defaults: Optional[Dict[str, np.ndarray]] = {}
+        self.notes: List[Tuple[str, bool]] = []    # (message, is a warning), see `note`
 
     # -- names -----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -114,6 +134,20 @@ class LowerContext:
         self.initializers[name] = array
         return name
 
+    def graph_input(self, name: str, default: np.ndarray) -> bool:
+        """Make `name` (an output of the node being lowered) a graph input whose value, when it
+        is not fed, is `default`: ONNX's optional input, an initializer of the input's name (IR
+        version 4 and later). False in a subgraph, which has no inputs of its own to give."""
+        if self.input_defaults is None:
+            return False
+        self.input_defaults[name] = np.asarray(default)
+        return True
+
+    def note(self, message: str, warning: bool = False) -> None:
+        """A note on the conversion, logged once the model is built (a warning says that the
+        model differs from the TF graph in a way the user must know)."""
+        self.notes.append((message, warning))
+
     # -- lowering ------------------------------------------------------------------
     def lower_node(self, node: Node) -> None:
         """Run `node`'s prototype lowering in this context."""
@@ -144,6 +178,7 @@ class LowerContext:
         child.graph, child.nodes, child.node, child.model = self.graph, [], None, self.model
         child.initializers, child._taken = self.initializers, self._taken
         child._const_cache = self._const_cache
+        child.input_defaults, child.notes = None, self.notes
         return child
 
     def lower_subgraph(self, graph: Graph, inputs: Optional[Sequence[str]] = None) -> List[str]:
@@ -196,11 +231,9 @@ def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
 def subgraph_value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
     """A subgraph input/output type: unknown dims stay unnamed (they may change per run of
     the subgraph), unknown rank gives no shape."""
-    if desc.dtype not in ONNX_DTYPES:
-        raise ConversionError(f"dtype {desc.dtype} of {name!r} has no ONNX type")
+    _check_onnx_dtype(name, desc)
     try:
-        return helper.make_tensor_value_info(name, ONNX_DTYPES[desc.dtype],
-                                             None if desc.shape is None else list(desc.shape))
+        return _make_value_info(name, desc.dtype, None if desc.shape is None else list(desc.shape))
     except ValueError as exc:        # a dim beyond int64
         raise ConversionError(f"the shape {desc.shape_text()} of {name!r} does not fit ONNX: "
                               f"{exc}") from None
@@ -265,10 +298,13 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     manager.run(graph, kind="ir")
     ctx = lower_graph(graph, model=model_name)
     optimize_lowered(ctx, graph, manager)
+    for message, warning in ctx.notes:
+        (log.warning if warning else log.info)("note: %s", message)
     used = _input_names(ctx.nodes)
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
-    inputs = {v.name for v in graph.inputs}
+    defaults = ctx.input_defaults or {}
+    inputs = {v.name for v in graph.inputs} | set(defaults)
     nodes = list(ctx.nodes)
     # An output that is a graph input or a constant needs a node to produce it under its name.
     for value in graph.outputs:
@@ -277,16 +313,56 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
             raise ConversionError(f"output {alias!r} is a graph input or constant; "
                                   "the converter must insert an Identity", model=model_name)
     initializers: List[Initializer] = [(n, a) for n, a in ctx.initializers.items() if n in used]
+    # Optional inputs: a graph input with an initializer of its name holding the default.
+    initializers += list(defaults.items())
     onnx_graph = helper.make_graph(
         nodes, graph.name,
-        [value_info(v.name, v.desc) for v in graph.inputs],
+        [value_info(v.name, v.desc) for v in graph.inputs]
+        + [value_info(name, graph.value(name).desc) for name in defaults],
         [value_info(v.name, v.desc) for v in graph.outputs])
-    domains = sorted({n.domain for n in nodes if n.domain and n.domain != "ai.onnx"})
+    _type_custom_outputs(onnx_graph, graph)
+    domains = sorted({n.domain for n in _all_nodes(nodes) if n.domain and n.domain != "ai.onnx"})
     model = helper.make_model(onnx_graph, producer_name="tf2ir",
                               opset_imports=[helper.make_opsetid("", OPSET)]
                               + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
+
+
+def _all_nodes(nodes):
+    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), recursively."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _all_nodes(attr.g.node)
+
+
+def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:
+    """value_info for the outputs of nodes in custom domains, which onnx's shape inference
+    cannot type: the runtime entry gives their Python kernels these types."""
+    descs: Dict[str, TensorDesc] = {}
+
+    def collect(g: Graph) -> None:
+        for value in g.values():
+            descs.setdefault(value.name, value.desc)
+        for node in g.nodes:
+            for sub in node.subgraphs.values():
+                collect(sub)
+
+    def annotate(g: onnx.GraphProto) -> None:
+        for node in g.node:
+            if node.domain not in ("", "ai.onnx"):
+                given = {v.name for v in g.output}
+                g.value_info.extend(value_info(out, descs[out]) for out in node.output
+                                    if out in descs and out not in given)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    annotate(attr.g)
+    if any(n.domain not in ("", "ai.onnx") for n in onnx_graph.node) or any(
+            a.type == onnx.AttributeProto.GRAPH for n in onnx_graph.node for a in n.attribute):
+        collect(graph)
+        annotate(onnx_graph)
 
 
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,

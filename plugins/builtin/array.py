@@ -1,5 +1,5 @@
 """Built-in mappings for TF's array ops: reshaping, squeezing, expanding, transposing, padding,
-casts, identities (PlaceholderWithDefault becomes its default) and the shape queries."""
+casts, identities and the shape queries."""
 
 from tf2ir.opp import array as array_ops
 from tf2ir.plugins import DynamicInputOutputInfo, auto_mapping_dynamic, hookimpl, register_op
@@ -41,11 +41,6 @@ def parse_shape_n(src, op):
     op.set_attr("dtype", src.attr("out_type", "int32"))
 
 
-def parse_default_value(src, op):
-    """PlaceholderWithDefault becomes its default value (an Identity of input 0): the converted
-    model has no input for it. Its declared shape is dropped; the default's shape is exact."""
-
-
 MAPPINGS = [
     register_op("Reshape").origin_op_type("Reshape"),
     register_op("Squeeze").origin_op_type("Squeeze").parse_params_fn(parse_squeeze),
@@ -58,7 +53,6 @@ MAPPINGS = [
     register_op("Size").origin_op_type("Size").parse_params_fn(parse_out_type),
     register_op("Rank").origin_op_type("Rank"),
     register_op("ShapeN").origin_op_type("ShapeN").parse_params_fn(parse_shape_n),
-    register_op("Identity").origin_op_type("PlaceholderWithDefault").parse_params_fn(parse_default_value),
 ]
 # EnsureShape and CheckNumerics are passthroughs of the converter itself (parser/convert.py).
 

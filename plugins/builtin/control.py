@@ -6,6 +6,7 @@ library functions converted through the same plugins into subgraphs."""
 from typing import Sequence
 
 from tf2ir.ir import ConversionError, Graph, TensorDesc
+from tf2ir.ir.tensor import is_list_dtype
 from tf2ir.plugins import FunctionalTfNode, IrOp, SubgraphBuilder, TfNode, hookimpl, register_op
 from tf2ir.opp import control as control_ops
 
@@ -63,7 +64,9 @@ def parse_params_while(src: TfNode, op: IrOp) -> None:
     descs = [op.input_desc(i) for i in range(len(op.inputs))]
     shapes = src.attr("output_shapes")
     if isinstance(shapes, list) and len(shapes) == len(descs):
-        descs = [merge_descs(d, TensorDesc(d.dtype, s, d.format, d.origin_format))
+        # A list's TF shape is its handle's (a scalar), not its elements': kept as it is.
+        descs = [d if is_list_dtype(d.dtype)
+                 else merge_descs(d, TensorDesc(d.dtype, s, d.format, d.origin_format))
                  for d, s in zip(descs, shapes)]
     for key in ("cond", "body"):
         op.set_attr(key, _function_graph(src, key, descs))

@@ -282,37 +282,3 @@ def test_stateful_while_from_raw_op():
         return tf.raw_ops.While(input=[tf.constant(0), x], cond=cond_fn, body=body_fn)[1]
 
     check_op(fn, [rand(2)], specs=[_spec((None,), "float32", "x0")], extra_inputs=[[rand(4)]])
-
-
-# -- what is refused -----------------------------------------------------------------------
-def test_tensor_array_in_while_loop_is_reported_as_tensor_list_ops():
-    def fn(x, n):
-        arr = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-
-        def body(i, arr):
-            return i + 1, arr.write(i, x * tf.cast(i, tf.float32))
-        return tf.while_loop(lambda i, a: i < n, body, [0, arr])[1].stack()
-
-    specs = [_spec((3,), "float32", "x0"), _spec((), "int32", "x1")]
-    with pytest.raises(ConversionError) as info:
-        check_op(fn, [rand(3), np.int32(2)], specs=specs)
-    message = str(info.value)
-    assert "unsupported op type" in message
-    assert "TensorListReserve" in message and "TensorListStack" in message
-    assert "e.g. 'TensorArrayV2" in message
-
-
-def test_tensor_list_ops_inside_a_loop_body_are_reported_with_the_function():
-    def fn(x, n):
-        def body(i, s):
-            arr = tf.TensorArray(tf.float32, size=2).write(0, s).write(1, s * 2.0)
-            return i + 1, tf.reduce_sum(arr.stack(), 0)
-        return tf.while_loop(lambda i, s: i < n, body, [0, x])[1]
-
-    specs = [_spec((3,), "float32", "x0"), _spec((), "int32", "x1")]
-    with pytest.raises(ConversionError) as info:
-        check_op(fn, [rand(3), np.int32(2)], specs=specs)
-    message = str(info.value)
-    assert info.value.node == "while" and "('body')" in message
-    assert "TensorListSetItem (2 nodes, e.g. 'while/TensorArrayV2Write" in message
-    assert info.value.exit_code == 3

@@ -94,3 +94,36 @@ def test_max_pool_v2(padding):
         input=x, ksize=tf.constant([1, 3, 2, 1]), strides=tf.constant([1, 2, 2, 1]), padding=padding)
     assert "MaxPoolV2" in _frozen_op_types(fn, [_spec((1, 7, 6, 2))])
     check_op(fn, [rand(1, 7, 6, 2)], specs=[_spec((None, 7, 6, 2))], extra_inputs=[[rand(3, 7, 6, 2)]])
+
+
+# -- SAME padding with a kernel smaller than its stride (onnxruntime refuses auto_pad SAME_UPPER
+# there: its pads come out negative), known and unknown spatial sizes -------------------------------
+SMALL_KERNEL_CASES = {
+    "2d_k1_s2": ((1, 6, 7, 3), (1, 1), (2, 2), [(2, 4, 5, 3), (1, 9, 8, 3)]),
+    "2d_k2x1_s3": ((2, 6, 8, 2), (2, 1), (3, 3), [(1, 7, 9, 2), (1, 3, 2, 2)]),
+    "2d_mixed": ((1, 6, 7, 2), (3, 1), (2, 3), [(1, 5, 6, 2)]),
+    "3d_k1_s2": ((1, 4, 5, 6, 2), (1, 2, 1), (2, 3, 2), [(2, 3, 6, 5, 2)]),
+}
+
+
+@pytest.mark.parametrize("op", ["max", "avg"])
+@pytest.mark.parametrize("case", sorted(SMALL_KERNEL_CASES))
+@pytest.mark.parametrize("known", [True, False], ids=["known", "unknown"])
+def test_same_pool_kernel_smaller_than_stride(op, case, known):
+    shape, ksize, strides, more = SMALL_KERNEL_CASES[case]
+    pool = {(4, "max"): tf.nn.max_pool2d, (4, "avg"): tf.nn.avg_pool2d,
+            (5, "max"): tf.nn.max_pool3d, (5, "avg"): tf.nn.avg_pool3d}[len(shape), op]
+    fn = lambda x: pool(x, ksize, strides, "SAME")  # noqa: E731
+    if known:
+        check_op(fn, [rand(*shape)])
+        return
+    specs = [_spec((None,) * (len(shape) - 1) + (shape[-1],))]
+    check_op(fn, [rand(*shape)], specs=specs, extra_inputs=[[rand(*s)] for s in more])
+
+
+@pytest.mark.parametrize("op,dtype", [("max", "float16"), ("avg", "float64")])
+def test_same_pool_kernel_smaller_than_stride_dtypes(op, dtype):
+    pool = tf.nn.max_pool2d if op == "max" else tf.nn.avg_pool2d
+    check_op(lambda x: pool(x, 1, 2, "SAME"), [rand(1, 6, 5, 2, dtype=dtype)],
+             specs=[_spec((None, None, None, 2), dtype)], extra_inputs=[[rand(2, 3, 4, 2, dtype=dtype)]],
+             atol=1e-6 if dtype == "float64" else None, rtol=1e-6 if dtype == "float64" else None)

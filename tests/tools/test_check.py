@@ -89,3 +89,40 @@ def test_missing_model_is_one_line_error(tmp_path):
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "nope.pb" in lines[0] and "does not exist" in lines[0]
+
+
+def test_pruned_assert_is_listed_apart_and_does_not_fail(freeze, tmp_path):
+    """An Assert that only a control edge reaches is pruned by convert (no output needs it):
+    check lists it apart from the unsupported op types and exits 0, as convert does."""
+    import tensorflow as tf
+
+    def fn(x):
+        check = tf.debugging.Assert(tf.reduce_all(x > -10.0), ["x is too small"])
+        with tf.control_dependencies([check]):
+            y = tf.identity(x)
+        return tf.nn.relu(y) + tf.math.lgamma(x)      # Lgamma: needed and unsupported
+    path, _ = freeze(fn, tf.TensorSpec([None, 4], tf.float32, name="x"), "asserted")
+
+    def pruned_fn(x):
+        check = tf.debugging.Assert(tf.reduce_all(x > -10.0), ["x is too small"])
+        with tf.control_dependencies([check]):
+            return tf.nn.relu(tf.identity(x)) * 2.0
+    pruned_path, _ = freeze(pruned_fn, tf.TensorSpec([None, 4], tf.float32, name="x"), "pruned")
+
+    result = run_cli("check", pruned_path, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["supported"] and report["unsupported"] == []
+    assert [row["op_type"] for row in report["pruned_unsupported"]] == ["Assert"]
+    assert report["pruned_unsupported"][0]["status"] == "pruned"
+    assert "Assert" not in {row["op_type"] for row in report["op_types"]}
+    text = run_cli("check", pruned_path)
+    assert text.returncode == 0 and "0 unsupported" in text.stdout
+    assert "pruned, not converted (no output needs them): Assert (1x, e.g. '" in text.stdout
+    assert run_cli("convert", pruned_path, "-o", str(tmp_path / "pruned.onnx")).returncode == 0
+
+    result = run_cli("check", path, "--json")
+    assert result.returncode == 3
+    report = json.loads(result.stdout)
+    assert [row["op_type"] for row in report["unsupported"]] == ["Lgamma"]
+    assert [row["op_type"] for row in report["pruned_unsupported"]] == ["Assert"]

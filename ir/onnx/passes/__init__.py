@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from tf2ir.ir.onnx.passes.affine import fold_affine_into_weights
+from tf2ir.ir.onnx.passes.bfloat16 import compute_bfloat16_in_float32
 from tf2ir.ir.onnx.passes.cse import eliminate_common_subexpressions
 from tf2ir.ir.onnx.passes.dce import remove_dead_nodes
 from tf2ir.ir.onnx.passes.fold import fold_lowered_constants
@@ -18,8 +19,9 @@ from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
-def _onnx(name, run, description, after=(), repeat=False) -> PassRecord:
-    return PassRecord(name, "onnx", run, description, after=tuple(after), repeat=repeat)
+def _onnx(name, run, description, after=(), repeat=False, before=()) -> PassRecord:
+    return PassRecord(name, "onnx", run, description, after=tuple(after), repeat=repeat,
+                      before=tuple(before))
 
 
 ONNX_PASSES: List[PassRecord] = [
@@ -42,6 +44,10 @@ ONNX_PASSES: List[PassRecord] = [
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
           after=("affine",), repeat=True),
+    _onnx("bfloat16", compute_bfloat16_in_float32,
+          "bfloat16 ops onnxruntime's CPU backend has no kernel for computed in float32 "
+          "between Casts (off: for a runtime with those kernels)",
+          after=("fold", "reshape", "layout", "identity", "affine", "pad", "cse"), before=("dce",)),
     _onnx("dce", remove_dead_nodes, "dead-code elimination",
           after=("fold", "reshape", "layout", "identity", "affine", "pad", "cse")),
 ]
@@ -54,6 +60,8 @@ def optimize_lowered(ctx, graph, manager: PassManager) -> Dict[str, int]:
     if not any(r.kind == "onnx" for r in manager.enabled):
         return {}
     ranks = {v.name: v.desc.rank for v in graph.values() if v.desc.rank is not None}
-    lowered = LoweredGraph(ctx.nodes, ctx.initializers, [v.name for v in graph.inputs],
-                        [v.name for v in graph.outputs], ctx.fresh, ranks)
+    dtypes = {v.name: v.desc.dtype for v in graph.values()}
+    inputs = [v.name for v in graph.inputs] + list(ctx.input_defaults or ())
+    lowered = LoweredGraph(ctx.nodes, ctx.initializers, inputs,
+                           [v.name for v in graph.outputs], ctx.fresh, ranks, dtypes)
     return manager.run(lowered, kind="onnx")

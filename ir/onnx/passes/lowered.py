@@ -43,11 +43,12 @@ def set_attr(node: onnx.NodeProto, name: str, value) -> None:
 class LoweredGraph:
     """Nodes in topological order, initializers by name, and the names that must survive
     (graph inputs, outputs, names read inside subgraphs). `ranks` holds known ranks (from
-    the IR values, the initializers and what passes learn); `fresh` makes unique names."""
+    the IR values, the initializers and what passes learn), `dtypes` the IR dtypes of the
+    names that are IR values; `fresh` makes unique names."""
 
     def __init__(self, nodes: List[onnx.NodeProto], initializers: Dict[str, np.ndarray],
                  inputs: Sequence[str], outputs: Sequence[str], fresh: Callable[[str], str],
-                 ranks: Optional[Dict[str, int]] = None):
+                 ranks: Optional[Dict[str, int]] = None, dtypes: Optional[Dict[str, str]] = None):
         self.nodes = nodes
         self.initializers = initializers
         self.inputs = list(inputs)
@@ -55,6 +56,7 @@ class LoweredGraph:
         self._fresh = fresh
         self._hints: Dict[str, int] = {}
         self.ranks: Dict[str, int] = dict(ranks or {})
+        self.dtypes: Dict[str, str] = dict(dtypes or {})
         self.pinned: Set[str] = set(self.outputs)
         for node in nodes:
             if self.has_subgraphs(node):
