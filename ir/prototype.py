@@ -113,6 +113,7 @@ class AttrSpec:
 InferFn = Callable[["Node"], List[TensorDesc]]
 LowerFn = Callable[[Any, "Node"], None]
 FoldFn = Callable[["Node", List[np.ndarray]], List[np.ndarray]]
+KernelFn = Callable[..., Any]   # (*input arrays, **attrs) → an array or a tuple of arrays
 
 
 @dataclass
@@ -126,6 +127,7 @@ class OpPrototype:
     infer_fn: Optional[InferFn] = None
     lower_fn: Optional[LowerFn] = None
     fold_fn: Optional[FoldFn] = None
+    kernel_fn: Optional[KernelFn] = None
     doc: str = ""
     priority: int = 0       # higher wins when two plugins declare one op type
     plugin: str = ""        # set by the plugin manager: the declaring plugin's name
@@ -182,6 +184,16 @@ class OpPrototype:
 
     def lower(self, fn: LowerFn) -> LowerFn:
         self.lower_fn = fn
+        return fn
+
+    def kernel(self, fn: KernelFn) -> KernelFn:
+        """The op's reference kernel (the compute of an op definition): fn(*input arrays,
+        **attrs) → an array, or a tuple of arrays for several outputs. It folds constants
+        when the op has no fold function, and runs a node the lowering emits in a custom
+        ONNX domain (op type = this op type) in onnxruntime, through tf2ir.InferenceSession."""
+        self.kernel_fn = fn
+        if self.fold_fn is None:
+            self.fold_fn = _fold_by_kernel(fn)
         return fn
 
     # -- port naming -------------------------------------------------------------
@@ -324,3 +336,10 @@ def has_prototype(op_type: str) -> bool:
 
 def registered_prototypes() -> Dict[str, OpPrototype]:
     return REGISTRY.all()
+
+
+def _fold_by_kernel(fn: KernelFn) -> FoldFn:
+    def fold(node, arrays):
+        result = fn(*arrays, **node.attrs)
+        return list(result) if isinstance(result, tuple) else [result]
+    return fold

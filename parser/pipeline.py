@@ -17,10 +17,15 @@ from tf2ir.ir.graph import Graph
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.tensor import Shape, TensorDesc
 from tf2ir.parser.attrs import tensor_limit
-from tf2ir.parser.convert import ConversionReport, Converter, output_tensors
+from tf2ir.parser.convert import PASSTHROUGH, ConversionReport, Converter, output_tensors
+from tf2ir.parser.fallback import Segment, cut_segments
 from tf2ir.parser.functions import inline_functions
 from tf2ir.parser.graph_view import TfGraph, split_tensor_name
 from tf2ir.parser.scope_fusion import apply_scope_fusion, fusion_manager
+
+
+# What the converter handles itself: never cut into a fallback segment.
+CONVERTER_OPS = frozenset(PASSTHROUGH) | {"Placeholder", "Const", "NoOp"}
 
 
 @dataclass
@@ -37,6 +42,9 @@ class Options:
     # the most bytes a constant may expand to when it is decoded (TF "splat" constants: a
     # value repeated to fill its shape); None: DEFAULT_MAX_TENSOR_BYTES (1 GiB)
     max_tensor_bytes: Optional[int] = None
+    # "tf": the nodes no plugin maps become TFSubgraph segments TensorFlow runs (the
+    # fallback delegate, parser/fallback.py); None: they are unsupported (exit 3)
+    fallback: Optional[str] = None
 
 
 @dataclass
@@ -49,6 +57,7 @@ class Front:
     tf_nodes: int                            # node count before fusion
     fusions: Dict[str, int]                  # fusion pass → matches fused
     fusion_time: float = 0.0
+    segments: List[Segment] = field(default_factory=list)   # --fallback tf: what TF runs
 
 
 class Pipeline:
@@ -91,9 +100,10 @@ class Pipeline:
                 tensors = output_tensors(tf_graph, outputs)
                 self._check_input_names(tf_graph)
                 kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
+                kept, tensors, segments = self._fallback(tf_graph, kept, tensors)
         except ConversionError as exc:
             raise exc.located(model=model)
-        return Front(tf_graph, tensors, kept, tf_nodes, fusions, fusion_time)
+        return Front(tf_graph, tensors, kept, tf_nodes, fusions, fusion_time, segments)
 
     def map(self, front: Front, arguments: Optional[Sequence[Tuple[str, TensorDesc]]] = None,
             ) -> Tuple[Graph, ConversionReport]:
@@ -136,9 +146,11 @@ class Pipeline:
             apply_scope_fusion(tf_graph, self.manager, None, outputs, self.options.check_passes)
             tensors = output_tensors(tf_graph, outputs)
             kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
-        front = Front(tf_graph, tensors, kept, len(tf_graph.nodes), {})
+            kept, tensors, segments = self._fallback(tf_graph, kept, tensors)
+        front = Front(tf_graph, tensors, kept, len(tf_graph.nodes), {}, 0.0, segments)
         body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
-                                              max_tensor_bytes=self.options.max_tensor_bytes))
+                                              max_tensor_bytes=self.options.max_tensor_bytes,
+                                              fallback=self.options.fallback))
         graph, _ = body.map(front, arguments)
         return graph
 
@@ -147,6 +159,18 @@ class Pipeline:
         from tf2ir.ir.onnx.compile import compile_to_file
         compile_to_file(graph, path, model_name=model, passes=self.options.passes,
                         check_passes=self.options.check_passes)
+
+    def _fallback(self, tf_graph: TfGraph, kept: List[str], tensors):
+        """With `fallback` "tf", the unmapped nodes of `kept` cut into TFSubgraph segments."""
+        if self.options.fallback is None:
+            return kept, tensors, []
+        if self.options.fallback != "tf":
+            raise ConversionError(f"unknown fallback {self.options.fallback!r} (only 'tf')",
+                                  exit_code=ExitStatus.USAGE)
+
+        def supported(node) -> bool:
+            return node.op_type in CONVERTER_OPS or self.manager.lookup(node.op_type) is not None
+        return cut_segments(tf_graph, kept, list(tensors), supported)
 
     # -- checks ----------------------------------------------------------------------------
     def _check_input_names(self, tf_graph: TfGraph) -> None:

@@ -1,5 +1,9 @@
 """`tf2ir check MODEL`: which plugin maps each TF op type, what is unsupported and which
-scope fusions would apply, without converting (no IR is built, nothing is written)."""
+scope fusions would apply, without converting (no IR is built, nothing is written).
+
+It judges the graph `convert` would convert: the nodes the outputs need. Unsupported nodes
+that no output needs (an Assert only a control edge reaches, the unused branch of lowered
+control flow) are pruned by `convert`; they are listed apart and do not fail the check."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from typing import Dict, List, Optional
 
 from tf2ir.ir.errors import ExitStatus
 from tf2ir.tools.options import (
-    EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_shape_options,
-    pipeline_from_args,
+    EPILOG, MODEL_HELP, add_common, add_fallback_option, add_fusion_option, add_model_source,
+    add_shape_options, pipeline_from_args,
 )
 
 # Op types the converter handles itself, without a plugin.
@@ -22,7 +26,7 @@ CONVERTER_OPS = {"Placeholder", "Const", "NoOp"}
 class OpTypeSupport:
     op_type: str
     count: int
-    status: str                      # "mapped" | "converter" | "fused" | "unsupported"
+    status: str   # "mapped" | "converter" | "fused" | "unsupported" | "pruned" | "fallback"
     ir_op_type: Optional[str] = None
     plugin: Optional[str] = None
     example: str = ""                # a node of this type (for unsupported ones: one left after fusion)
@@ -37,6 +41,20 @@ class SupportReport:
     op_types: List[OpTypeSupport]
     unsupported: List[OpTypeSupport]
     fusions: Dict[str, int]          # pass name → matches it would fuse
+    # op types no plugin maps whose nodes no output needs: convert prunes them
+    pruned_unsupported: List[OpTypeSupport] = field(default_factory=list)
+    # --fallback tf: the segments TensorFlow would run
+    segments: List[SegmentInfo] = field(default_factory=list)
+
+
+@dataclass
+class SegmentInfo:
+    name: str                        # the TFSubgraph node that stands for it
+    nodes: int
+    op_types: Dict[str, int]
+    share: float                     # of the converted model's TF nodes
+    inputs: int
+    outputs: int
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -50,6 +68,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_shape_options(parser)
     add_fusion_option(parser)
+    add_fallback_option(parser)
     add_common(parser)
     add_model_source(parser)
     return parser
@@ -61,9 +80,15 @@ def support_report(pipeline, graph_def, model: str, outputs=None) -> SupportRepo
     from tf2ir.parser.convert import PASSTHROUGH
     from tf2ir.parser.graph_view import TfGraph
 
+    from tf2ir.parser.fallback import FALLBACK_OP
     manager = pipeline.manager
     front = pipeline.front(graph_def, model, outputs)
-    after = _by_type(front.tf_graph, front.kept)
+    after = _by_type(front.tf_graph, [n for n in front.kept
+                                      if front.tf_graph[n].op_type != FALLBACK_OP])
+    in_segments: Dict[str, List[str]] = {}
+    for segment in front.segments:
+        for name in segment.nodes:
+            in_segments.setdefault(segment.op_type_of[name], []).append(name)
     # Before fusion: the nodes of the unfused graph the same outputs need.
     before_graph = TfGraph(graph_def, model)
     _inline_for_report(pipeline, before_graph)
@@ -89,14 +114,25 @@ def support_report(pipeline, graph_def, model: str, outputs=None) -> SupportRepo
             row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
         elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
             row.status = "converter"
+        elif op_type in in_segments:
+            row.status, row.ir_op_type, row.plugin = "fallback", FALLBACK_OP, "TensorFlow"
         elif not left:
             row.status = "fused"
         else:
             row.status, row.example, row.count = "unsupported", left[0], len(left)
             unsupported.append(row)
         rows.append(row)
+    kept = set(before_kept)
+    pruned = _by_type(before_graph, [n for n in before_graph.nodes if n not in kept])
+    pruned_rows = [OpTypeSupport(op_type, len(names), "pruned", example=names[0])
+                   for op_type, names in sorted(pruned.items())
+                   if manager.lookup(op_type) is None and op_type not in CONVERTER_OPS
+                   and op_type not in PASSTHROUGH]
+    total = len(front.kept) - len(front.segments) + sum(len(s.nodes) for s in front.segments)
+    segments = [SegmentInfo(s.name, len(s.nodes), s.op_types_counts(), len(s.nodes) / total,
+                            len(s.inputs), len(s.outputs)) for s in front.segments]
     return SupportReport(model, sum(len(v) for v in before.values()), not unsupported,
-                         rows, unsupported, front.fusions)
+                         rows, unsupported, front.fusions, pruned_rows, segments)
 
 
 def _inline_for_report(pipeline, tf_graph) -> None:
@@ -133,6 +169,8 @@ def format_report(report: SupportReport) -> str:
             ir_op, plugin = "-", "(converter: input, constant or dropped)"
         elif row.status == "fused":
             ir_op, plugin = "-", f"(fused by {', '.join(row.fused_by)})"
+        elif row.status == "fallback":
+            ir_op, plugin = row.ir_op_type, "(run by TensorFlow: --fallback tf)"
         else:
             ir_op, plugin = "-", f"UNSUPPORTED, e.g. '{row.example}'"
         if row.fused_by and row.status != "fused":
@@ -153,5 +191,14 @@ def format_report(report: SupportReport) -> str:
     if report.unsupported:
         parts = [f"{r.op_type} ({r.count}x, e.g. '{r.example}')" for r in report.unsupported]
         lines.append("unsupported: " + ", ".join(parts))
+    for seg in report.segments:
+        types = ", ".join(f"{op} {n}" for op, n in sorted(seg.op_types.items()))
+        lines.append(f"fallback segment {seg.name}: {seg.nodes} node{'s' * (seg.nodes != 1)} "
+                     f"({seg.share:.1%} of the model), {seg.inputs} in, {seg.outputs} out: "
+                     f"{types}")
+    if report.pruned_unsupported:
+        parts = [f"{r.op_type} ({r.count}x, e.g. '{r.example}')"
+                 for r in report.pruned_unsupported]
+        lines.append("pruned, not converted (no output needs them): " + ", ".join(parts))
     return "\n".join(lines)
 

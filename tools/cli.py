@@ -36,8 +36,8 @@ def _parser_class():
 def build_parser() -> argparse.ArgumentParser:
     import argparse
     from tf2ir.tools.options import (
-        EPILOG, MODEL_HELP, add_common, add_fusion_option, add_model_source, add_pass_options,
-        add_shape_options, passes_epilog,
+        EPILOG, MODEL_HELP, add_common, add_fallback_option, add_fusion_option, add_model_source,
+        add_pass_options, add_shape_options, passes_epilog,
     )
     parser = _parser_class()(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="what to write (default: from the output's extension, else onnx)")
     add_shape_options(convert)
     add_fusion_option(convert)
+    add_fallback_option(convert)
     add_pass_options(convert)
     convert.add_argument("--verify", action="store_true",
                          help="run TensorFlow and onnxruntime on random inputs and compare "
@@ -80,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from tf2ir.tools import verify
     verify.add_parser(sub)
+    from tf2ir.tools import runtime
+    runtime.add_parser(sub)
 
     new_plugin = sub.add_parser(
         "new-plugin", help="write an installable plugin package for a TF op type",
@@ -232,9 +235,14 @@ def cmd_batch(args) -> int:
     return run(args)
 
 
+def cmd_run(args) -> int:
+    from tf2ir.tools.runtime import run
+    return run(args)
+
+
 COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
             "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify,
-            "check": cmd_check}
+            "check": cmd_check, "run": cmd_run}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

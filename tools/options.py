@@ -99,7 +99,15 @@ def conversion_options(args):
                    signature=getattr(args, "signature", None),
                    tags=model_tags(args) if hasattr(args, "tag") else None,
                    check_passes=bool(getattr(args, "check_passes", False)),
-                   max_tensor_bytes=getattr(args, "max_tensor_bytes", None))
+                   max_tensor_bytes=getattr(args, "max_tensor_bytes", None),
+                   fallback=getattr(args, "fallback", None))
+
+
+def add_fallback_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fallback", choices=("tf",), default=None,
+                        help="tf: the nodes no plugin maps become TFSubgraph segments that "
+                             "TensorFlow runs (the model then needs TensorFlow and tf2ir's "
+                             "runtime entry: tf2ir run, tf2ir.InferenceSession)")
 
 
 def input_files(args) -> List[str]:

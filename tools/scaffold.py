@@ -1,9 +1,9 @@
 """`tf2ir new-plugin`: writes an installable plugin package for one origin TF op type.
 
 The package maps the origin op to an IR op: an existing one (`--ir-op`), or a new IR op
-it declares itself, whose lowering emits a node of a custom ONNX domain. That lowering is
-the author's starting point: replace it with standard ONNX ops, or give onnxruntime a
-custom-op kernel for the domain.
+it declares itself, whose lowering emits a node of a custom ONNX domain and whose numpy
+kernel tf2ir's runtime entry registers with onnxruntime. The author writes the kernel (or
+replaces the lowering with standard ONNX ops); the package's test runs the op against TF.
 """
 
 from __future__ import annotations
@@ -41,10 +41,14 @@ build-backend = "setuptools.build_meta"
 PLUGIN_NEW_OP = '''\
 """tf2ir plugin: TensorFlow {origin} → IR {ir_op}.
 
-The IR op is declared here with its shape inference and ONNX lowering. The lowering
-emits a node of the custom ONNX domain {domain!r}: replace it with standard ONNX ops, or
-register an onnxruntime custom-op kernel for that domain.
+The IR op is declared here with its shape inference, ONNX lowering and reference kernel.
+The lowering emits a node of the custom ONNX domain {domain!r}; the kernel (numpy) is its
+compute: tf2ir folds constants with it, and `tf2ir.InferenceSession` / `tf2ir run` /
+`tf2ir verify` register it with onnxruntime, so the converted model runs unchanged.
+Write {origin}'s semantics in `kernel`, or replace the lowering with standard ONNX ops.
 """
+
+import numpy as np
 
 from tf2ir.ir import op_prototype
 from tf2ir.opp.common import same_as_input
@@ -62,6 +66,13 @@ def lower_to_onnx(ctx, node):
     inputs = [ctx.input(i) for i in range(len(node.inputs))]
     attrs = {{k: v for k, v in node.attrs.items() if isinstance(v, (int, float, str))}}
     ctx.emit({ir_op!r}, inputs, [ctx.output(0)], domain=DOMAIN, **attrs)
+
+
+@prototype.kernel
+def kernel(*inputs, **attrs):
+    """{origin} on numpy arrays: the inputs in order, the node's attributes by name;
+    returns an array (a tuple for several outputs)."""
+    raise NotImplementedError("write {origin}'s compute in {package}/plugin.py: kernel")
 
 
 def parse_params(src, op):
@@ -98,17 +109,22 @@ def tf2ir_op_mappings():
 '''
 
 TEST = '''\
-"""Converts a one-node GraphDef with {origin} through this plugin (no TensorFlow needed)."""
+"""Converts a one-node GraphDef with {origin} through this plugin, runs it in onnxruntime
+through tf2ir's runtime entry and compares with TensorFlow (where TensorFlow is installed)."""
 
 import os
 
+import numpy as np
+import pytest
 from tensorboard.compat.proto import graph_pb2
 
+import tf2ir
 from tf2ir.ir.onnx.compile import compile_to_model
 from tf2ir.parser import convert_graph_def
 from tf2ir.plugins import PluginManager
 
 PLUGIN_FILE = os.path.join(os.path.dirname(__file__), "..", {package!r}, "plugin.py")
+INPUT = np.linspace(0.25, 4.0, 8, dtype=np.float32)   # choose values {origin} accepts
 
 
 def manager():
@@ -118,17 +134,30 @@ def manager():
     return PluginManager(plugin_dirs=[PLUGIN_FILE])
 
 
-def test_the_plugin_maps_{test_name}():
+def one_node_graph():
     graph_def = graph_pb2.GraphDef()
     x = graph_def.node.add(name="x", op="Placeholder")
     x.attr["dtype"].type = 1                  # DT_FLOAT
-    x.attr["shape"].shape.dim.add().size = 4
+    x.attr["shape"].shape.dim.add().size = INPUT.size
     node = graph_def.node.add(name="op", op={origin!r}, input=["x"])
     node.attr["T"].type = 1
-    graph, report = convert_graph_def(graph_def, "one_node.pb", manager())
+    return graph_def
+
+
+def test_the_plugin_maps_{test_name}():
+    plugins = manager()
+    graph, report = convert_graph_def(one_node_graph(), "one_node.pb", plugins)
     assert [n.op_type for n in graph.nodes] == [{ir_op!r}]
-    model = compile_to_model(graph)
-    assert len(model.graph.node) >= 1
+    session = tf2ir.InferenceSession(compile_to_model(graph), manager=plugins)
+    (result,) = session.run(None, {{"x": INPUT}})
+    tf = pytest.importorskip("tensorflow")
+    tf_graph = tf.Graph()
+    with tf_graph.as_default():
+        tf.compat.v1.import_graph_def(
+            tf.compat.v1.GraphDef.FromString(one_node_graph().SerializeToString()), name="")
+    with tf.compat.v1.Session(graph=tf_graph) as tf_session:
+        expected = tf_session.run("op:0", {{"x:0": INPUT}})
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
 '''
 
 

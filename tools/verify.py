@@ -14,8 +14,8 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.tools.options import (
-    EPILOG, MODEL_HELP, add_common, add_model_source, add_shape_options, model_tags,
-    pipeline_from_args,
+    EPILOG, MODEL_HELP, add_common, add_fallback_option, add_model_source, add_shape_options,
+    model_tags, pipeline_from_args,
 )
 
 EXIT_OK = ExitStatus.OK
@@ -72,6 +72,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     verify.add_argument("--onnx", default=None, metavar="OUT.onnx",
                         help="also write the converted model here (kept on a mismatch)")
     add_shape_options(verify)
+    add_fallback_option(verify)
     add_options(verify)
     add_common(verify)
     add_model_source(verify)
@@ -215,7 +216,8 @@ def make_inputs(model, options: VerifyOptions) -> Dict[str, np.ndarray]:
     """One array per ONNX graph input: the user's (.npz / NAME=.npy) or random, seeded,
     of the input's dtype and shape with unknown dimensions set to `options.batch` or 1."""
     from onnx import helper
-    given = _load_inputs_data(options.inputs_data)
+    from tf2ir.tools.runtime import load_inputs_data
+    given = load_inputs_data(options.inputs_data)
     rng = np.random.default_rng(options.seed)
     feeds = {}
     for inp in model.graph.input:
@@ -243,22 +245,6 @@ def _random(rng, dtype: np.dtype, shape) -> np.ndarray:
         return rng.integers(0, 4, shape).astype(dtype)   # small: safe as indices too
     raise ConversionError(f"cannot make random inputs of dtype {dtype}; give --inputs-data",
                           exit_code=ExitStatus.USAGE)
-
-
-def _load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
-    data = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        try:
-            if sep:
-                data[name.split(":")[0]] = np.load(path, allow_pickle=False)
-            else:
-                with np.load(item, allow_pickle=False) as archive:
-                    data.update({key.split(":")[0]: archive[key] for key in archive.files})
-        except (OSError, ValueError) as exc:
-            raise ConversionError(f"cannot read --inputs-data {item!r}: {exc}",
-                                  exit_code=ExitStatus.USAGE) from None
-    return data
 
 
 # -- running both sides ------------------------------------------------------------------
@@ -289,16 +275,16 @@ def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.
 
 
 def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str]) -> List[np.ndarray]:
-    import onnxruntime as ort
+    """Run `model` in onnxruntime; plugin ops run by the kernels of the conversion's plugins
+    (the prototype registry holds them), fallback segments by TensorFlow."""
+    from tf2ir.tools.runtime import InferenceSession
     with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
-        if model.ByteSize() < 1_800_000_000:
-            source = model.SerializeToString()
-        else:   # over protobuf's 2 GB: external data
+        source = model
+        if model.ByteSize() >= 1_800_000_000:   # over protobuf's 2 GB: external data
             import onnx
             source = os.path.join(tmp, "model.onnx")
             onnx.save_model(model, source, save_as_external_data=True)
-        session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
-        return session.run(names, feeds)
+        return InferenceSession(source).run(names, feeds)
 
 
 # -- the first diverging node ------------------------------------------------------------

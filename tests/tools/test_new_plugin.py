@@ -14,14 +14,32 @@ import pytest
 from tests.conftest import run_cli
 
 
+KERNEL = """    from math import lgamma
+    return np.vectorize(lgamma, otypes=[inputs[0].dtype])(inputs[0])
+"""
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
+def scaffold(tmp_path_factory):
     root = tmp_path_factory.mktemp("scaffold")
     result = run_cli("new-plugin", "lgamma_ops", "--origin-op", "Lgamma", "-o", str(root))
     assert result.returncode == 0, result.stderr
     package = root / "lgamma_ops"
     assert (package / "setup.cfg").read_text().count("lgamma_ops = lgamma_ops.plugin") == 1
-    site = root / "site"
+    return package
+
+
+@pytest.fixture(scope="module")
+def installed(scaffold, tmp_path_factory):
+    """The scaffold with its kernel written, as its author would, installed into a site dir."""
+    import shutil
+    package = tmp_path_factory.mktemp("authored") / "lgamma_ops"
+    shutil.copytree(scaffold, package)
+    plugin = package / "lgamma_ops" / "plugin.py"
+    text = plugin.read_text()
+    stub = next(line for line in text.splitlines() if "raise NotImplementedError" in line)
+    plugin.write_text(text.replace(stub + "\n", KERNEL))
+    site = package.parent / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "--target", str(site), str(package)], capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr
@@ -39,10 +57,13 @@ def test_installed_plugin_is_listed(installed):
     assert row["imply_type"] == "CUSTOM"
 
 
-def test_graph_with_the_op_converts(installed, freeze, tmp_path):
+def test_graph_with_the_op_converts_runs_and_verifies(installed, freeze, tmp_path):
+    import numpy as np
+    import onnxruntime as ort
     import tensorflow as tf
     _, env = installed
-    path, _ = freeze(lambda x: tf.math.lgamma(x) + 1.0, tf.TensorSpec([None, 3], tf.float32, name="x"))
+    fn = lambda x: tf.math.lgamma(x) + 1.0   # noqa: E731
+    path, _ = freeze(fn, tf.TensorSpec([None, 3], tf.float32, name="x"))
     assert run_cli("convert", path, "-o", str(tmp_path / "no.onnx")).returncode == 3  # not installed here
     out = str(tmp_path / "m.onnx")
     result = run_cli("convert", path, "-o", out, env=env)
@@ -51,15 +72,27 @@ def test_graph_with_the_op_converts(installed, freeze, tmp_path):
     custom = [n for n in model.graph.node if n.op_type == "Lgamma"]
     assert len(custom) == 1 and custom[0].domain == "ai.tf2ir.lgamma_ops"
     assert "ai.tf2ir.lgamma_ops" in [o.domain for o in model.opset_import]
+    with pytest.raises(Exception, match="Lgamma"):   # plain onnxruntime has no kernel for it
+        ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    x = np.linspace(0.1, 6.0, 12, dtype=np.float32).reshape(4, 3)
+    np.save(tmp_path / "x.npy", x)
+    results = str(tmp_path / "out.npz")
+    ran = run_cli("run", out, "--inputs-data", f"x={tmp_path / 'x.npy'}", "-o", results, env=env)
+    assert ran.returncode == 0, ran.stderr
+    with np.load(results) as archive:
+        (got,) = [archive[k] for k in archive.files]
+    np.testing.assert_allclose(got, fn(tf.constant(x)).numpy(), rtol=1e-5, atol=1e-5)
+    verified = run_cli("verify", path, env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def test_scaffolded_test_passes(installed):
-    package, env = installed
+def test_the_scaffolds_test_asks_for_the_kernel(scaffold):
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                             str(package / "tests")], capture_output=True, text=True, env=env,
-                            cwd=str(package))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+                             str(scaffold / "tests")], capture_output=True, text=True,
+                            cwd=str(scaffold))
+    assert result.returncode == 1
+    assert "KernelError: the Python kernel of ai.tf2ir.lgamma_ops:Lgamma node" in result.stdout
+    assert "NotImplementedError: write Lgamma's compute in lgamma_ops/plugin.py: kernel" in result.stdout
 
 
 def test_refuses_to_overwrite_and_bad_names(tmp_path):

@@ -1,0 +1,261 @@
+"""The runtime entry: an onnxruntime session for the models tf2ir writes, with the ops that
+standard onnxruntime lacks made runnable.
+
+A plugin op lowers to a node of the plugin's own ONNX domain (the seed's custom-op domain).
+When its prototype carries a reference kernel (`OpPrototype.kernel`), this session gives
+onnxruntime that kernel as a Python custom op through onnxruntime-extensions: in the
+in-memory copy of the model only, the node becomes a dispatch op of the extensions' domain
+for its input and output types, whose `kernel` attribute names the Python body (the kernel
+with the node's attributes). The model file stays as written, in the plugin's domain.
+
+onnxruntime-extensions keeps its Python ops in one process-wide table, and a session made
+with it breaks (a crash, not an error) when that table grows afterwards. So the dispatch
+ops are registered as one pool when the first session needs them: every signature of 1-4
+inputs and 1-2 outputs of one type; a model that needs another signature gets it registered
+only while no session with Python ops is alive, and is refused with a clear error otherwise.
+
+`kernel_for(node)` decides which nodes get a Python body: by default the prototype
+registry's kernels (filled by the plugin manager); `tf2ir.InferenceSession` adds the TF
+fallback segments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import weakref
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from tf2ir.ir.errors import ConversionError
+
+STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft",
+                    "ai.onnx.contrib")
+EXTENSIONS_DOMAIN = "ai.onnx.contrib"
+KernelFor = Callable[[onnx.NodeProto], Optional[Callable]]
+Signature = Tuple[Tuple[int, ...], Tuple[int, ...]]   # PyCustomOpDef input and output types
+_DISPATCH: Dict[Signature, str] = {}   # signature → its registered dispatch op type
+_BODIES: Dict[str, Callable] = {}      # a node's `kernel` attribute → its Python body
+_LIVE: "weakref.WeakSet[InferenceSession]" = weakref.WeakSet()   # sessions with Python ops
+POOL_TYPES = ("dt_float", "dt_double", "dt_float16", "dt_int32", "dt_int64", "dt_bool",
+              "dt_uint8", "dt_int8")
+_FAILURES: List[str] = []               # what the kernels of the current run raised
+_FAILURES_LOCK = threading.Lock()
+
+
+class KernelError(RuntimeError):
+    """A plugin op's Python kernel (or a fallback segment) failed while the model ran."""
+
+
+def _raise_kernel_failure() -> None:
+    with _FAILURES_LOCK:
+        failure = _FAILURES[0] if _FAILURES else None
+        _FAILURES.clear()
+    if failure is not None:
+        raise KernelError(failure)
+
+
+def registry_kernel(node: onnx.NodeProto) -> Optional[Callable]:
+    """The reference kernel of the IR op a custom-domain node stands for, if declared."""
+    from tf2ir.ir.prototype import get_prototype, has_prototype
+    if node.domain in STANDARD_DOMAINS or not has_prototype(node.op_type):
+        return None
+    return get_prototype(node.op_type).kernel_fn
+
+
+class InferenceSession:
+    """onnxruntime.InferenceSession for a tf2ir model (a path or a ModelProto): the same
+    `run`, `get_inputs`, `get_outputs`; plugin ops run by their kernels or libraries."""
+
+    def __init__(self, model: Union[str, onnx.ModelProto], kernel_for: KernelFor = registry_kernel,
+                 libraries: Sequence[str] = (), providers: Optional[Sequence[str]] = None,
+                 sess_options=None):
+        import onnxruntime as ort
+        options = sess_options or ort.SessionOptions()
+        for library in libraries:
+            options.register_custom_ops_library(library)
+        proto = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
+        source: Union[str, bytes] = model if isinstance(model, str) else proto.SerializeToString()
+        self.python_ops = 0
+        self._keys: List[str] = []
+        if any(n.domain not in STANDARD_DOMAINS for n in _all_nodes(proto.graph)):
+            if not isinstance(model, str):
+                proto = _copy(proto)   # the caller's model stays as it is
+            bodies = []
+            for node in _all_nodes(proto.graph):
+                kernel = kernel_for(node) if node.domain not in STANDARD_DOMAINS else None
+                if kernel is not None:
+                    bodies.append((node, kernel))
+            if bodies:
+                from onnxruntime_extensions import get_library_path
+                if isinstance(model, str):
+                    from onnx.external_data_helper import load_external_data_for_model
+                    load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
+                types = _value_types(proto)
+                self._keys = [_bind(node, kernel, types, f"{id(self)}/{i}")
+                              for i, (node, kernel) in enumerate(bodies)]
+                _LIVE.add(self)
+                if not any(o.domain == EXTENSIONS_DOMAIN for o in proto.opset_import):
+                    proto.opset_import.append(helper.make_opsetid(EXTENSIONS_DOMAIN, 1))
+                options.register_custom_ops_library(get_library_path())
+                source = proto.SerializeToString()
+                self.python_ops = len(bodies)
+        self._session = ort.InferenceSession(source, options,
+                                             providers=list(providers or ["CPUExecutionProvider"]))
+
+    def run(self, output_names, input_feed, run_options=None) -> List[np.ndarray]:
+        """onnxruntime's run; a Python kernel that failed raises KernelError naming its node
+        (a Python exception must not cross into onnxruntime, which would abort)."""
+        with _FAILURES_LOCK:
+            _FAILURES.clear()
+        try:
+            results = self._session.run(output_names, input_feed, run_options)
+        except Exception:
+            _raise_kernel_failure()
+            raise
+        _raise_kernel_failure()
+        return results
+
+    def __getattr__(self, name):
+        if name == "_session":   # a failed __init__: there is none
+            raise AttributeError(name)
+        return getattr(self._session, name)
+
+    def __del__(self):
+        for key in self._keys:
+            _BODIES.pop(key, None)
+
+
+def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    return copy
+
+
+def _all_nodes(graph: onnx.GraphProto):
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                yield from _all_nodes(sub)
+
+
+def _value_types(model: onnx.ModelProto) -> Dict[str, int]:
+    """Element type of every value the model (after onnx shape inference) names."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:   # custom ops onnx does not know can stop inference: use what is given
+        inferred = model
+    types: Dict[str, int] = {}
+
+    def collect(graph: onnx.GraphProto) -> None:
+        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+            kind = info.type.WhichOneof("value")
+            if kind == "tensor_type" and info.type.tensor_type.elem_type:
+                types[info.name] = info.type.tensor_type.elem_type
+        for init in graph.initializer:
+            types[init.name] = init.data_type
+        for node in graph.node:
+            for attr in node.attribute:
+                for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                    collect(sub)
+    collect(inferred.graph)
+    return types
+
+
+def _python_attrs(node: onnx.NodeProto) -> Dict[str, object]:
+    attrs: Dict[str, object] = {}
+    for attr in node.attribute:
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "surrogateescape")
+        elif isinstance(value, onnx.TensorProto):
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, list):
+            value = [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+                     for v in value]
+        attrs[attr.name] = value
+    return attrs
+
+
+def _pycustom_type(elem_type: int, node: onnx.NodeProto, name: str):
+    from onnxruntime_extensions import PyCustomOpDef
+    numpy_name = helper.tensor_dtype_to_np_dtype(elem_type).name if elem_type else None
+    table = {"float32": "dt_float", "float64": "dt_double", "float16": "dt_float16",
+             "int8": "dt_int8", "int16": "dt_int16", "int32": "dt_int32", "int64": "dt_int64",
+             "uint8": "dt_uint8", "uint16": "dt_uint16", "uint32": "dt_uint32",
+             "uint64": "dt_uint64", "bool": "dt_bool", "object": "dt_string"}
+    if numpy_name not in table:
+        raise ConversionError(f"value {name!r} of {node.domain}:{node.op_type} node "
+                              f"'{node.name}' has no known element type for a Python kernel "
+                              f"({numpy_name or 'unknown'})")
+    return getattr(PyCustomOpDef, table[numpy_name]), helper.tensor_dtype_to_np_dtype(elem_type)
+
+
+def _dispatch_op(inputs: Sequence[int], outputs: Sequence[int], node: onnx.NodeProto) -> str:
+    """The dispatch op for these PyCustomOpDef types (module docstring: the pool)."""
+    from onnxruntime_extensions import PyCustomOpDef
+    signature = (tuple(inputs), tuple(outputs))
+    if not _DISPATCH:
+        for name in POOL_TYPES:
+            code = getattr(PyCustomOpDef, name)
+            for n_in, n_out in itertools.product(range(1, 5), range(1, 3)):
+                _register(((code,) * n_in, (code,) * n_out))
+    if signature not in _DISPATCH:
+        if any(session.python_ops for session in list(_LIVE)):
+            raise ConversionError(
+                f"{node.domain}:{node.op_type} node '{node.name}' needs a Python op of a new "
+                "signature, which onnxruntime-extensions cannot add while another model with "
+                "Python kernels is loaded in this process: load this model first, or in a "
+                "process of its own")
+        _register(signature)
+    return _DISPATCH[signature]
+
+
+def _register(signature: Signature) -> None:
+    from onnxruntime_extensions import PyCustomOpDef, onnx_op
+    name = "tf2ir_py_" + "_".join(map(str, signature[0])) + "__" + "_".join(map(str, signature[1]))
+
+    def dispatch(*arrays, kernel):
+        return _BODIES[kernel](*arrays)
+    onnx_op(op_type=name, inputs=list(signature[0]), outputs=list(signature[1]),
+            attrs={"kernel": PyCustomOpDef.dt_string})(dispatch)
+    _DISPATCH[signature] = name
+
+
+def _bind(node: onnx.NodeProto, kernel: Callable, types: Dict[str, int], key: str) -> str:
+    """Make `node` (in the session's copy) the dispatch op of its types, whose body (`key`)
+    is `kernel` with the node's attributes."""
+    attrs = _python_attrs(node)
+    inputs = [_pycustom_type(types.get(n, 0), node, n) for n in node.input]
+    outputs = [_pycustom_type(types.get(n, 0), node, n) for n in node.output]
+    out_dtypes = [np_type for _, np_type in outputs]
+    where = f"{node.domain}:{node.op_type} node '{node.name}'"
+
+    def body(*arrays):
+        """The kernel's result; never an exception, which would abort onnxruntime: a failure
+        is recorded for `run` to raise, and empty outputs stand in for the results."""
+        try:
+            result = kernel(*arrays, **attrs)
+            results = result if isinstance(result, tuple) else (result,)
+            if len(results) != len(out_dtypes):
+                raise ValueError(f"returned {len(results)} arrays for {len(out_dtypes)} outputs")
+            cast = tuple(np.asarray(r).astype(t, copy=False) for r, t in zip(results, out_dtypes))
+        except BaseException as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            with _FAILURES_LOCK:
+                _FAILURES.append(f"the Python kernel of {where} failed: "
+                                 f"{type(exc).__name__}: {first}".rstrip(": "))
+            cast = tuple(np.zeros((0,), t) for t in out_dtypes)
+        return cast if len(cast) > 1 else cast[0]
+
+    op_type = _dispatch_op([t for t, _ in inputs], [t for t, _ in outputs], node)
+    _BODIES[key] = body
+    node.op_type, node.domain = op_type, EXTENSIONS_DOMAIN
+    del node.attribute[:]
+    node.attribute.append(helper.make_attribute("kernel", key))
+    return key

@@ -1,0 +1,163 @@
+"""`tf2ir.InferenceSession` and `tf2ir run`: onnxruntime with the installed plugins' kernels.
+
+The session itself is the ONNX backend's (ir/onnx/runtime.py); this module gives it the
+kernels of the prototypes the plugin manager collected (the installed plugins and
+`--plugin-dir`s), so a model with plugin ops runs where the plugins are installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Dict, Optional, Sequence, Union
+
+import numpy as np
+
+from tf2ir.ir.errors import ConversionError, ExitStatus
+
+
+def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_options=None,
+                     manager=None):
+    """An onnxruntime session for a tf2ir model (path or ModelProto) whose plugin ops run
+    by the kernels of `manager`'s prototypes (default: every installed plugin)."""
+    from tf2ir.ir.onnx.runtime import STANDARD_DOMAINS
+    from tf2ir.ir.onnx.runtime import InferenceSession as Session
+    from tf2ir.ir.prototype import registered_prototypes
+    from tf2ir.plugins.manager import PluginManager
+    if manager is not None:
+        prototypes = manager.prototypes
+    else:   # the plugins a conversion in this process loaded, or else the installed ones
+        prototypes = registered_prototypes() or PluginManager().prototypes
+
+    def kernel_for(node):
+        if node.domain == FALLBACK_DOMAIN and node.op_type == "TFSubgraph":
+            return tensorflow_segment(node)
+        if node.domain in STANDARD_DOMAINS or node.op_type not in prototypes:
+            return None
+        return prototypes[node.op_type].kernel_fn
+    return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options)
+
+
+FALLBACK_DOMAIN = "ai.tf2ir.tf"
+
+
+def tensorflow_segment(node):
+    """The kernel of a fallback segment (a TFSubgraph node): its GraphDef in a TensorFlow
+    session of its own, made on the first call; takes the inputs, returns the outputs."""
+    import base64
+
+    from onnx import helper
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    graph_def = base64.b64decode(attrs["graph_def"])
+    feeds = [n.decode() + ":0" for n in attrs["input_names"]]
+    fetches = [n.decode() for n in attrs["output_names"]]
+    state = {}
+
+    def run(*arrays, **_):
+        if "session" not in state:
+            from tf2ir.parser.frozen import import_tensorflow
+            tf = import_tensorflow()
+            graph = tf.Graph()
+            with graph.as_default():
+                tf.compat.v1.import_graph_def(tf.compat.v1.GraphDef.FromString(graph_def),
+                                              name="")
+            state["session"] = tf.compat.v1.Session(graph=graph)
+        results = state["session"].run(fetches, dict(zip(feeds, arrays)))
+        return tuple(results) if len(results) > 1 else results[0]
+    return run
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from tf2ir.tools.options import EPILOG, add_common
+    parser = subparsers.add_parser(
+        "run", help="run an ONNX model tf2ir wrote in onnxruntime (plugin ops included)",
+        description="Run an ONNX model in onnxruntime with the kernels of the installed "
+                    "plugins' ops registered, on the given inputs; print each output's "
+                    "shape and dtype, or write them all to an .npz.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="an .onnx model")
+    parser.add_argument("--inputs-data", action="append", default=[], required=True,
+                        metavar="FILE.npz|NAME=FILE.npy",
+                        help="input values: an .npz keyed by input name, or NAME=FILE.npy "
+                             "(repeatable)")
+    parser.add_argument("-o", "--output", help="write the outputs to this .npz, keyed by name")
+    add_common(parser)
+    return parser
+
+
+def run(args) -> int:
+    import os
+    from tf2ir.ir.atomic import atomic_output, check_output_path
+    if not os.path.isfile(args.model):
+        raise ConversionError("file does not exist", model=args.model,
+                              exit_code=ExitStatus.USAGE)
+    if args.output:
+        check_output_path(args.output, [args.model] + list(args.inputs_data))
+    from tf2ir.tools.options import plugin_manager
+    feeds = load_inputs_data(args.inputs_data)
+    session = _session(args.model, plugin_manager(args))
+    names = [i.name for i in session.get_inputs()]
+    missing = [n for n in names if n not in feeds]
+    extra = sorted(set(feeds) - set(names))
+    if missing or extra:
+        raise ConversionError(f"the model's inputs are {', '.join(names)}; --inputs-data "
+                              + (f"lacks {', '.join(missing)}" if missing else
+                                 f"names {', '.join(extra)}, which the model does not take"),
+                              model=args.model, exit_code=ExitStatus.USAGE)
+    results = _run(session, args.model, {n: feeds[n] for n in names})
+    if args.output:
+        with atomic_output(args.output) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **results)
+    for name, value in results.items():
+        print(f"{name}  {value.dtype}  {list(value.shape)}")
+    return 0
+
+
+def load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
+    data = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        try:
+            if sep:
+                data[name.split(":")[0]] = np.load(path, allow_pickle=False)
+            else:
+                with np.load(item, allow_pickle=False) as archive:
+                    data.update({key.split(":")[0]: archive[key] for key in archive.files})
+        except (OSError, ValueError) as exc:
+            raise ConversionError(f"cannot read --inputs-data {item!r}: {exc}",
+                                  exit_code=ExitStatus.USAGE) from None
+    return data
+
+
+def _session(path: str, manager):
+    try:
+        return InferenceSession(path, manager=manager)
+    except ConversionError as exc:
+        raise exc.located(model=path)
+    except Exception as exc:   # onnxruntime's refusal of the model: one line
+        raise ConversionError(f"onnxruntime cannot load the model: {_first_line(exc)}",
+                              model=path, exit_code=ExitStatus.FAILED) from None
+
+
+def _run(session, path: str, feeds: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    inputs = {i.name: i for i in session.get_inputs()}
+    try:
+        arrays = {n: _as_input(v, inputs[n].type) for n, v in feeds.items()}
+        values = session.run(None, arrays)
+    except Exception as exc:
+        raise ConversionError(f"onnxruntime failed: {_first_line(exc)}", model=path,
+                              exit_code=ExitStatus.FAILED) from None
+    return {o.name: v for o, v in zip(session.get_outputs(), values)}
+
+
+def _as_input(value: np.ndarray, onnx_type: str) -> Union[np.ndarray, object]:
+    table = {"tensor(float)": np.float32, "tensor(double)": np.float64,
+             "tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(bool)": np.bool_,
+             "tensor(float16)": np.float16, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}
+    dtype = table.get(onnx_type)
+    return np.asarray(value).astype(dtype, copy=False) if dtype else value
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
