@@ -38,6 +38,11 @@ Tensor = Tuple[str, int]
 OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
     "TopK": ("values", "indices"), "TopKV2": ("values", "indices"),
     "Unique": ("y", "idx"), "UniqueV2": ("y", "idx"), "UniqueWithCounts": ("y", "idx", "count"),
+    "UniqueWithCountsV2": ("y", "idx", "count"),
+    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "StatelessRandomGetKeyCounter": ("key", "counter"),
+    "StatelessRandomGetKeyCounterAlg": ("key", "counter", "alg"),
     "ListDiff": ("out", "idx"), "BroadcastGradientArgs": ("r0", "r1"),
     "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
     "FusedBatchNormV2": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),

@@ -33,6 +33,24 @@ DTYPE_ORDER = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "in
                "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "string")
 
 
+class _ResolveNames(ast.NodeTransformer):
+    """Names of earlier module-level literals (ALL = ("float32", ...)) replaced by them."""
+
+    def __init__(self, constants: Dict[str, ast.expr]):
+        self.constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.constants.get(node.id, node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        """ALL + ("bool",): tuples joined."""
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Add) and isinstance(node.left, ast.Tuple) \
+                and isinstance(node.right, ast.Tuple):
+            return ast.Tuple(elts=node.left.elts + node.right.elts, ctx=ast.Load())
+        return node
+
+
 class TestedDtypesError(ValueError):
     """A conformance module's TESTED_DTYPES is not a literal dict of tuples of dtype names."""
 
@@ -42,6 +60,7 @@ def read_tested_dtypes(path: str) -> Dict[str, Set[str]]:
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), filename=path)
     found: Dict[str, Set[str]] = {}
+    constants: Dict[str, ast.expr] = {}   # module-level names bound to literals, in order
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
@@ -49,13 +68,20 @@ def read_tested_dtypes(path: str) -> Dict[str, Set[str]]:
             targets, value = [stmt.target], stmt.value
         else:
             continue
-        if not any(isinstance(t, ast.Name) and t.id == "TESTED_DTYPES" for t in targets):
+        value = _ResolveNames(constants).visit(value)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if "TESTED_DTYPES" not in names:
+            try:
+                ast.literal_eval(value)
+            except ValueError:
+                continue
+            constants.update((name, value) for name in names)
             continue
         try:
             table = ast.literal_eval(value)
         except ValueError:
             raise TestedDtypesError(f"{path}:{stmt.lineno}: TESTED_DTYPES must be a literal "
-                                    "(no names or calls)") from None
+                                    "(names of module-level literals and + of tuples; no calls)") from None
         if not isinstance(table, dict):
             raise TestedDtypesError(f"{path}:{stmt.lineno}: TESTED_DTYPES must be a dict")
         for op_type, dtypes in table.items():

@@ -36,11 +36,19 @@ def test_reads_tested_dtypes_from_module_level_literals(tmp_path):
     assert optable.sort_dtypes(tested["Abs"]) == ["float32", "int32", "int64"]
 
 
-@pytest.mark.parametrize("value", ['{"Abs": DTYPES}', '{"Abs": "float32"}', '[("Abs", ("f",))]'])
+@pytest.mark.parametrize("value", ['{"Abs": UNKNOWN}', '{"Abs": make()}', '{"Abs": "float32"}',
+                                   '[("Abs", ("f",))]'])
 def test_rejects_tested_dtypes_that_are_not_literal_tuples(tmp_path, value):
     path = _write(tmp_path / "test_bad.py", f"DTYPES = ('float32',)\nTESTED_DTYPES = {value}\n")
     with pytest.raises(optable.TestedDtypesError, match="test_bad.py:2"):
         optable.read_tested_dtypes(path)
+
+
+def test_names_of_module_literals_and_joined_tuples_are_read(tmp_path):
+    path = _write(tmp_path / "test_names.py", "FLOATS = ('float32', 'float64')\n"
+                  "TESTED_DTYPES = {'Abs': FLOATS + ('int32',), 'Neg': FLOATS}\n")
+    assert optable.read_tested_dtypes(path) == {"Abs": {"float32", "float64", "int32"},
+                                                "Neg": {"float32", "float64"}}
 
 
 def test_generated_page_lists_registry_dtypes_and_fusion_passes():
