@@ -19,9 +19,11 @@ from tf2ir.tools.options import add_common, add_fusion_option, add_shape_options
 
 EXIT_OK, EXIT_FAILED = ExitStatus.OK, ExitStatus.FAILED
 EXIT_USAGE, EXIT_UNSUPPORTED = ExitStatus.USAGE, ExitStatus.UNSUPPORTED
+EXIT_MISMATCH = ExitStatus.MISMATCH
 MODEL_SUFFIXES = (".pb", ".pbtxt")
 SIDECAR_SUFFIX = ".tf2ir.json"
-STATUSES = ("ok", "skipped", "failed", "unsupported")
+STATUSES = ("ok", "skipped", "failed", "unsupported", "mismatch")
+FAILURES = ("failed", "unsupported", "mismatch")
 DEFAULT_TIMEOUT = 600.0       # seconds per model (--timeout)
 
 EPILOG = """INPUT is a directory (every .pb/.pbtxt in it, sorted by name) or a manifest file
@@ -44,6 +46,7 @@ exit status:
   1  some model failed (bad file, plugin failure, invalid IR, crashed worker)
   2  usage error (bad option, bad manifest)
   3  every failure is a model with op types no plugin maps
+  4  every failure is a mismatch with TensorFlow (--verify)
 """
 
 
@@ -92,6 +95,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--report", metavar="FILE.json", help="write a JSON report")
     parser.add_argument("--junit", metavar="FILE.xml",
                         help="write a JUnit XML file, one testcase per model")
+    parser.add_argument("--verify", action="store_true",
+                        help="after converting (or skipping) a model, run TensorFlow and "
+                             "onnxruntime on seeded random inputs and compare, as tf2ir "
+                             "verify does (plugin ops run by their kernels); a mismatch fails "
+                             "the model (status mismatch, exit 4); needs TensorFlow")
     add_shape_options(parser)     # defaults for every model, as for `tf2ir convert`
     add_fusion_option(parser)
     add_common(parser)
@@ -238,8 +246,10 @@ def _plugin_manager(plugin_dirs: Tuple[str, ...]):
     return PluginManager(plugin_dirs=list(plugin_dirs))
 
 
-def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False) -> Result:
-    """Convert one model as `tf2ir convert` does; never raises, the Result says what happened."""
+def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False,
+                verify: bool = False) -> Result:
+    """Convert one model as `tf2ir convert` does (then verify it, with `verify`); never
+    raises, the Result says what happened."""
     from tf2ir.parser.pipeline import Options, Pipeline, parse_input_shapes
 
     start = time.perf_counter()
@@ -256,6 +266,11 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
                                   model=job.model)
         fingerprint = _fingerprint(job, plugin_dirs)
         if not force and os.path.exists(job.output) and _read_sidecar(sidecar) == fingerprint:
+            if verify:
+                _plugin_manager(tuple(plugin_dirs))   # its kernels run the model's plugin ops
+                mismatch = _verify(job)
+                if mismatch:
+                    return result("mismatch", mismatch, EXIT_MISMATCH)
             return result("skipped", "unchanged")
         if os.path.exists(sidecar):
             os.remove(sidecar)   # the output no longer matches what it records
@@ -267,7 +282,8 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
         pipeline.compile(graph, job.output, model=job.model)
         _write_sidecar(sidecar, fingerprint)
-        return result("ok")
+        mismatch = _verify(job) if verify else ""
+        return result("mismatch", mismatch, EXIT_MISMATCH) if mismatch else result("ok")
     except ConversionError as exc:
         status = "unsupported" if exc.exit_code == EXIT_UNSUPPORTED else "failed"
         return result(status, _one_line(str(exc)), exc.exit_code)
@@ -277,6 +293,18 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
     except (Exception, SystemExit, KeyboardInterrupt) as exc:
         # a bug in tf2ir (or plugin code that ends the process): this model fails, the others go on
         return result("failed", _one_line(f"internal error: {type(exc).__name__}: {exc}"), EXIT_FAILED)
+
+
+def _verify(job: Job) -> str:
+    """'' when the converted model matches TensorFlow, else what `tf2ir verify` says."""
+    import io
+
+    from tf2ir.tools.verify import verify_conversion
+    out = io.StringIO()
+    if verify_conversion(job.model, job.output, out=out) == EXIT_OK:
+        return ""
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    return _one_line(lines[-1] if lines else "outputs differ from TensorFlow")
 
 
 def _one_line(text: str) -> str:
@@ -292,7 +320,7 @@ def _warm_up() -> None:
 
 def convert_all(jobs: Sequence[Job], workers: int, plugin_dirs=(), force=False,
                 on_done=lambda result: None, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                ) -> List[Result]:
+                verify: bool = False) -> List[Result]:
     """Convert every job in worker processes (tools/workers.py), one model per worker at a
     time: a model that kills its worker or runs past `timeout` seconds fails alone."""
     from tf2ir.tools import workers as pool
@@ -313,7 +341,7 @@ def convert_all(jobs: Sequence[Job], workers: int, plugin_dirs=(), force=False,
         results[index] = result
         on_done(result)
 
-    tasks = [(job, tuple(plugin_dirs), force) for job in jobs]
+    tasks = [(job, tuple(plugin_dirs), force, verify) for job in jobs]
     pool.run(convert_one, tasks, workers, timeout or None, on_outcome, _warm_up)
     return [results[i] for i in range(len(jobs))]
 
@@ -326,6 +354,8 @@ def format_table(results: Sequence[Result]) -> str:
     lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:>{widths[2]}}  {d}".rstrip()
              for a, b, c, d in rows]
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    if not counts["mismatch"]:   # only --verify finds mismatches
+        del counts["mismatch"]
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(results)} models")
     return "\n".join(lines)
 
@@ -344,13 +374,13 @@ def write_junit(path: str, results: Sequence[Result], seconds: float) -> None:
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", {
         "name": "tf2ir batch", "tests": str(len(results)),
-        "failures": str(sum(r.status in ("failed", "unsupported") for r in results)),
+        "failures": str(sum(r.status in FAILURES for r in results)),
         "errors": "0", "skipped": str(sum(r.status == "skipped" for r in results)),
         "time": f"{seconds:.3f}"})
     for r in results:
         case = ET.SubElement(suite, "testcase", {"classname": "tf2ir.batch", "name": r.name,
                                                  "time": f"{r.seconds:.3f}"})
-        if r.status in ("failed", "unsupported"):
+        if r.status in FAILURES:
             failure = ET.SubElement(case, "failure", {"type": r.status, "message": r.message})
             failure.text = r.message
         elif r.status == "skipped":
@@ -394,10 +424,13 @@ def _identity(path: str) -> Optional[Tuple[int, int]]:
 
 
 def batch_exit_status(results: Sequence[Result]) -> int:
-    failed = [r for r in results if r.status in ("failed", "unsupported")]
+    failed = [r for r in results if r.status in FAILURES]
     if not failed:
         return EXIT_OK
-    return EXIT_UNSUPPORTED if all(r.status == "unsupported" for r in failed) else EXIT_FAILED
+    for status, code in (("unsupported", EXIT_UNSUPPORTED), ("mismatch", EXIT_MISMATCH)):
+        if all(r.status == status for r in failed):
+            return code
+    return EXIT_FAILED
 
 
 def run(args) -> int:
@@ -442,8 +475,8 @@ def run(args) -> int:
     bar = ProgressBar(len(jobs), enabled=wanted(args.quiet))
     try:
         results = convert_all(jobs, args.jobs, args.plugin_dir, args.force,
-                              lambda r: bar.update(r.name, r.status in ("failed", "unsupported")),
-                              args.timeout)
+                              lambda r: bar.update(r.name, r.status in FAILURES),
+                              args.timeout, args.verify)
     finally:
         bar.close()
     seconds = time.perf_counter() - start
@@ -454,7 +487,7 @@ def run(args) -> int:
         write_junit(args.junit, results, seconds)
     if args.quiet:
         for r in results:
-            if r.status in ("failed", "unsupported"):
+            if r.status in FAILURES:
                 print(f"tf2ir: error: {r.name}: {r.message}", file=sys.stderr)
     else:
         print(format_table(results))

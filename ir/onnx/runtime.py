@@ -14,7 +14,9 @@ ops are registered as one pool when the first session needs them: every signatur
 inputs and 1-2 outputs of one type; a model that needs another signature gets it registered
 only while no session with Python ops is alive, and is refused with a clear error otherwise.
 
-`kernel_for(node)` decides which nodes get a Python body: by default the prototype
+Nodes of the extensions' own domain (`ai.onnx.contrib`: its string kernels, which the
+string ops lower to) run with its library registered. `kernel_for(node)` decides which
+nodes get a Python body: by default the prototype
 registry's kernels (filled by the plugin manager); `tf2ir.InferenceSession` adds the TF
 fallback segments.
 """
@@ -47,8 +49,9 @@ _FAILURES: List[str] = []               # what the kernels of the current run ra
 _FAILURES_LOCK = threading.Lock()
 
 
-class KernelError(RuntimeError):
-    """A plugin op's Python kernel (or a fallback segment) failed while the model ran."""
+class KernelError(ConversionError):
+    """A plugin op's Python kernel (or a fallback segment) failed while the model ran: a
+    failure of the plugin, which the command line reports in one line (exit 1)."""
 
 
 def _raise_kernel_failure() -> None:
@@ -92,6 +95,8 @@ class InferenceSession:
                     bodies.append((node, kernel))
             if bodies:
                 from onnxruntime_extensions import get_library_path
+                if sess_options is None:   # a failed kernel's stand-in outputs are not news
+                    options.log_severity_level = 3
                 if isinstance(model, str):
                     from onnx.external_data_helper import load_external_data_for_model
                     load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
@@ -104,6 +109,10 @@ class InferenceSession:
                 options.register_custom_ops_library(get_library_path())
                 source = proto.SerializeToString()
                 self.python_ops = len(bodies)
+        if not self.python_ops and any(n.domain == EXTENSIONS_DOMAIN
+                                       for n in _all_nodes(proto.graph)):
+            from onnxruntime_extensions import get_library_path   # its string kernels
+            options.register_custom_ops_library(get_library_path())
         self._session = ort.InferenceSession(source, options,
                                              providers=list(providers or ["CPUExecutionProvider"]))
 

@@ -1,6 +1,6 @@
 """The TensorFlow fallback delegate (`--fallback tf`, parser/fallback.py): the nodes no plugin
 maps become TFSubgraph segments that the runtime entry runs with TensorFlow, and the model
-matches TensorFlow. Lgamma and Digamma stand for op types no built-in plugin maps."""
+matches TensorFlow. Dawsn and Expint stand for op types no built-in plugin maps."""
 
 from __future__ import annotations
 
@@ -22,22 +22,22 @@ W2 = RNG.normal(size=(3, 3, 8, 4)).astype(np.float32) * 0.3
 
 def cnn_with_two_runs(x):
     h = tf.nn.relu(tf.nn.conv2d(x, W1, 1, "SAME"))
-    h = tf.math.digamma(tf.math.lgamma(h + 3.0))           # one run of two unmapped nodes
+    h = tf.math.special.dawsn(tf.math.special.expint(h + 0.5))   # one run of two unmapped nodes
     h = tf.nn.conv2d(h, W2, 1, "SAME")
-    h = tf.math.lgamma(tf.abs(h) + 1.0)                     # a second run
+    h = tf.math.special.dawsn(h)                                 # a second run
     return tf.reduce_mean(h, axis=[1, 2])
 
 
 def diamond(x):
-    """Lgamma → Relu (mapped) → Digamma, and Lgamma → Digamma's other operand: one segment
-    of both would be a cycle through the Relu."""
-    a = tf.math.lgamma(x + 2.0)
-    return tf.math.digamma(tf.nn.relu(a) + 1.0) * a
+    """Dawsn → Relu (mapped) → Expint, and Dawsn → Expint's other operand: one segment of
+    both would be a cycle through the Relu."""
+    a = tf.math.special.dawsn(x + 2.0)
+    return tf.math.special.expint(tf.nn.relu(a) + 1.0) * a
 
 
 def loop_body(x):
     return tf.while_loop(lambda i, a: i < 3,
-                         lambda i, a: (i + 1, tf.math.lgamma(a + 2.0) * 0.3), [0, x])[1]
+                         lambda i, a: (i + 1, tf.math.special.dawsn(a + 2.0) * 0.3), [0, x])[1]
 
 
 CASES = {
@@ -91,7 +91,7 @@ def test_a_run_that_would_close_a_cycle_is_split(tmp_path):
     result = run_cli("check", pb, "--fallback", "tf", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert [s["op_types"] for s in report["segments"]] == [{"Lgamma": 1}, {"Digamma": 1}]
+    assert [s["op_types"] for s in report["segments"]] == [{"Dawsn": 1}, {"Expint": 1}]
     assert not report["unsupported"]
 
 
@@ -101,10 +101,10 @@ def test_check_lists_the_segments_and_their_share(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("fallback segment")]
     assert len(lines) == 2, result.stdout
-    assert "2 nodes" in lines[0] and "Digamma 1, Lgamma 1" in lines[0] and "% of the model" in lines[0]
+    assert "2 nodes" in lines[0] and "Dawsn 1, Expint 1" in lines[0] and "% of the model" in lines[0]
     assert "(run by TensorFlow: --fallback tf)" in result.stdout
     plain = run_cli("check", pb)
-    assert plain.returncode == 3 and "unsupported: Digamma" in plain.stdout
+    assert plain.returncode == 3 and "unsupported: Dawsn" in plain.stdout
 
 
 def test_tf2ir_run_and_verify_take_fallback_models(tmp_path):

@@ -22,14 +22,14 @@ def _example(name: str) -> str:
 
 
 def fn(x):
-    return tf.math.lgamma(x * 2.0 + 0.5) - 1.0
+    return tf.math.ndtri(x * 0.5 + 0.25) - 1.0
 
 
 @pytest.fixture
 def converted(tmp_path, freeze):
     folder = tmp_path / "plugins"
     folder.mkdir()
-    (folder / "my_math.py").write_text(_example("lgamma"))
+    (folder / "my_math.py").write_text(_example("ndtri"))
     pb, _ = freeze(fn, tf.TensorSpec([None, 3], tf.float32, name="x"))
     out = str(tmp_path / "m.onnx")
     result = run_cli("convert", pb, "-o", out, "--plugin-dir", str(folder))
@@ -44,8 +44,8 @@ def test_the_docs_kernel_runs_through_the_runtime_entry(converted, tmp_path):
     from tf2ir.plugins.manager import PluginManager
     pb, out, folder = converted
     nodes = [n for n in onnx.load(out).graph.node if n.domain == "ai.tf2ir.my_math"]
-    assert [n.op_type for n in nodes] == ["Lgamma"]
-    x = np.random.default_rng(0).uniform(0.1, 3.0, (4, 3)).astype(np.float32)
+    assert [n.op_type for n in nodes] == ["Ndtri"]
+    x = np.random.default_rng(0).uniform(0.0, 1.0, (4, 3)).astype(np.float32)
     session = tf2ir.InferenceSession(out, manager=PluginManager(plugin_dirs=[str(folder)]))
     (got,) = session.run(None, {"x": x})
     np.testing.assert_allclose(got, fn(tf.constant(x)).numpy(), rtol=1e-5, atol=1e-5)
@@ -66,7 +66,7 @@ def test_without_the_plugin_run_says_what_is_missing(converted, tmp_path):
     ran = run_cli("run", out, "--inputs-data", f"x={tmp_path / 'x.npy'}")
     assert ran.returncode == 1
     lines = ran.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Lgamma" in lines[0] and lines[0].startswith("tf2ir: error:")
+    assert len(lines) == 1 and "Ndtri" in lines[0] and lines[0].startswith("tf2ir: error:")
 
 
 def test_a_failing_kernel_is_a_kernel_error_naming_the_node(converted, tmp_path):
@@ -77,8 +77,40 @@ def test_a_failing_kernel_is_a_kernel_error_naming_the_node(converted, tmp_path)
     manager = PluginManager(plugin_dirs=[str(folder)])
 
     def broken(x):
-        raise ValueError("no lgamma today")
-    manager.prototypes["Lgamma"].kernel_fn = broken
+        raise ValueError("no ndtri today")
+    manager.prototypes["Ndtri"].kernel_fn = broken
     session = tf2ir.InferenceSession(out, manager=manager)
-    with pytest.raises(KernelError, match=r"ai.tf2ir.my_math:Lgamma node .*ValueError: no lgamma today"):
+    with pytest.raises(KernelError, match=r"ai.tf2ir.my_math:Ndtri node .*ValueError: no ndtri today"):
         session.run(None, {"x": np.ones((2, 3), np.float32)})
+
+
+NDTRI_PBTXT = """node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: -1 } dim { size: 4 } } } } }
+node { name: "y" op: "Ndtri" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+"""
+
+
+def test_batch_verify_runs_plugin_ops_and_reports_a_wrong_kernel(tmp_path):
+    import json
+    good, wrong, models = tmp_path / "good", tmp_path / "wrong", tmp_path / "models"
+    for folder in (good, wrong, models):
+        folder.mkdir()
+    (good / "my_math.py").write_text(_example("ndtri"))
+    (wrong / "my_math.py").write_text(_example("ndtri").replace(
+        "def ndtri_kernel(x):", "def ndtri_kernel(x):\n    return x"))
+    (models / "ndtri.pbtxt").write_text(NDTRI_PBTXT)
+    (models / "relu.pbtxt").write_text(NDTRI_PBTXT.replace('op: "Ndtri"', 'op: "Relu"'))
+    report = str(tmp_path / "report.json")
+    ok = run_cli("batch", str(models), "-o", str(tmp_path / "out"), "--verify", "-j", "1",
+                 "--plugin-dir", str(good), "--report", report)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    with open(report) as f:
+        assert {m["name"]: m["status"] for m in json.load(f)["models"]} == {
+            "ndtri.pbtxt": "ok", "relu.pbtxt": "ok"}
+    bad = run_cli("batch", str(models), "-o", str(tmp_path / "out2"), "--verify", "-j", "1",
+                  "--plugin-dir", str(wrong), "--report", report)
+    assert bad.returncode == 4, bad.stdout + bad.stderr
+    with open(report) as f:
+        statuses = {m["name"]: (m["status"], m["message"]) for m in json.load(f)["models"]}
+    assert statuses["relu.pbtxt"][0] == "ok" and statuses["ndtri.pbtxt"][0] == "mismatch"
+    assert statuses["ndtri.pbtxt"][1].startswith("verification FAILED: 1 of 1 outputs differ")

@@ -20,7 +20,7 @@ TINY = """node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: D
        attr { key: "shape" value { shape { dim { size: -1 } dim { size: 4 } } } } }
 node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
 """
-UNSUPPORTED = TINY.replace('op: "Relu"', 'op: "Lgamma"')
+UNSUPPORTED = TINY.replace('op: "Relu"', 'op: "Dawsn"')
 CRASHING_PLUGIN = """import os
 from tf2ir.plugins import hookimpl, register_op
 
@@ -180,14 +180,14 @@ def test_only_unsupported_failures_exit_3(tmp_path):
     root = tmp_path / "models"
     root.mkdir()
     (root / "good.pbtxt").write_text(TINY)
-    (root / "lgamma.pbtxt").write_text(UNSUPPORTED)
+    (root / "dawsn.pbtxt").write_text(UNSUPPORTED)
     report = tmp_path / "r.json"
     result = run_cli("batch", str(root), "-o", str(tmp_path / "out"), "-j", "2", "-q",
                      "--report", str(report))
     assert result.returncode == 3, result.stderr
     models_ = _report(report)
-    assert models_["lgamma.pbtxt"]["status"] == "unsupported"
-    assert "Lgamma" in models_["lgamma.pbtxt"]["message"]
+    assert models_["dawsn.pbtxt"]["status"] == "unsupported"
+    assert "Dawsn" in models_["dawsn.pbtxt"]["message"]
 
 
 def test_a_crashed_worker_does_not_stop_the_others(models, tmp_path):

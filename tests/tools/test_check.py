@@ -17,9 +17,9 @@ def unsupported_pb(freeze):
     import tensorflow as tf
 
     def fn(x):
-        a = tf.math.lgamma(x)                 # Lgamma: no plugin, twice
-        b = tf.math.lgamma(x * 2.0)
-        return tf.math.digamma(tf.nn.relu(a + b))   # Digamma: no plugin
+        a = tf.math.special.dawsn(x)          # Dawsn: no plugin, twice
+        b = tf.math.special.dawsn(x * 2.0)
+        return tf.math.special.expint(tf.nn.relu(a + b))   # Expint: no plugin
     path, _ = freeze(fn, tf.TensorSpec([None, 4], tf.float32, name="x"), "unsupported")
     return path
 
@@ -54,14 +54,14 @@ def test_unsupported_ops_exit_3_with_examples(unsupported_pb):
     report = json.loads(result.stdout)
     assert report["supported"] is False
     unsupported = {row["op_type"]: row for row in report["unsupported"]}
-    assert set(unsupported) == {"Lgamma", "Digamma"}
-    assert unsupported["Lgamma"]["count"] == 2
-    assert "Lgamma" in unsupported["Lgamma"]["example"]
-    assert unsupported["Digamma"]["example"]
+    assert set(unsupported) == {"Dawsn", "Expint"}
+    assert unsupported["Dawsn"]["count"] == 2
+    assert "Dawsn" in unsupported["Dawsn"]["example"]
+    assert unsupported["Expint"]["example"]
     result = run_cli("check", unsupported_pb)
     assert result.returncode == 3
     assert "UNSUPPORTED, e.g. '" in result.stdout
-    assert "2 unsupported" in result.stdout and "Lgamma (2x, e.g. '" in result.stdout
+    assert "2 unsupported" in result.stdout and "Dawsn (2x, e.g. '" in result.stdout
 
 
 def test_layer_norm_fusion_is_listed(tmp_path):
@@ -100,7 +100,7 @@ def test_pruned_assert_is_listed_apart_and_does_not_fail(freeze, tmp_path):
         check = tf.debugging.Assert(tf.reduce_all(x > -10.0), ["x is too small"])
         with tf.control_dependencies([check]):
             y = tf.identity(x)
-        return tf.nn.relu(y) + tf.math.lgamma(x)      # Lgamma: needed and unsupported
+        return tf.nn.relu(y) + tf.math.special.dawsn(x)      # Dawsn: needed and unsupported
     path, _ = freeze(fn, tf.TensorSpec([None, 4], tf.float32, name="x"), "asserted")
 
     def pruned_fn(x):
@@ -124,5 +124,5 @@ def test_pruned_assert_is_listed_apart_and_does_not_fail(freeze, tmp_path):
     result = run_cli("check", path, "--json")
     assert result.returncode == 3
     report = json.loads(result.stdout)
-    assert [row["op_type"] for row in report["unsupported"]] == ["Lgamma"]
+    assert [row["op_type"] for row in report["unsupported"]] == ["Dawsn"]
     assert [row["op_type"] for row in report["pruned_unsupported"]] == ["Assert"]

@@ -14,18 +14,18 @@ import pytest
 from tests.conftest import run_cli
 
 
-KERNEL = """    from math import lgamma
-    return np.vectorize(lgamma, otypes=[inputs[0].dtype])(inputs[0])
+KERNEL = """    from statistics import NormalDist
+    return np.vectorize(NormalDist().inv_cdf, otypes=[inputs[0].dtype])(inputs[0])
 """
 
 
 @pytest.fixture(scope="module")
 def scaffold(tmp_path_factory):
     root = tmp_path_factory.mktemp("scaffold")
-    result = run_cli("new-plugin", "lgamma_ops", "--origin-op", "Lgamma", "-o", str(root))
+    result = run_cli("new-plugin", "ndtri_ops", "--origin-op", "Ndtri", "-o", str(root))
     assert result.returncode == 0, result.stderr
-    package = root / "lgamma_ops"
-    assert (package / "setup.cfg").read_text().count("lgamma_ops = lgamma_ops.plugin") == 1
+    package = root / "ndtri_ops"
+    assert (package / "setup.cfg").read_text().count("ndtri_ops = ndtri_ops.plugin") == 1
     return package
 
 
@@ -33,12 +33,14 @@ def scaffold(tmp_path_factory):
 def installed(scaffold, tmp_path_factory):
     """The scaffold with its kernel written, as its author would, installed into a site dir."""
     import shutil
-    package = tmp_path_factory.mktemp("authored") / "lgamma_ops"
+    package = tmp_path_factory.mktemp("authored") / "ndtri_ops"
     shutil.copytree(scaffold, package)
-    plugin = package / "lgamma_ops" / "plugin.py"
+    plugin = package / "ndtri_ops" / "plugin.py"
     text = plugin.read_text()
     stub = next(line for line in text.splitlines() if "raise NotImplementedError" in line)
     plugin.write_text(text.replace(stub + "\n", KERNEL))
+    test = package / "tests" / "test_ndtri_ops.py"   # the author picks inputs Ndtri accepts
+    test.write_text(test.read_text().replace("np.linspace(0.25, 4.0, 8,", "np.linspace(0.05, 0.95, 8,"))
     site = package.parent / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "--target", str(site), str(package)], capture_output=True, text=True)
@@ -51,9 +53,9 @@ def test_installed_plugin_is_listed(installed):
     _, env = installed
     result = run_cli("plugins", "--json", env=env)
     assert result.returncode == 0, result.stderr
-    row = next(r for r in json.loads(result.stdout) if r["origin_op_type"] == "Lgamma")
-    assert row["plugin"] == "lgamma_ops" and row["ir_op_type"] == "Lgamma"
-    assert row["source"].startswith("lgamma_ops 0.1.0 (")     # the installed package, named
+    row = next(r for r in json.loads(result.stdout) if r["origin_op_type"] == "Ndtri")
+    assert row["plugin"] == "ndtri_ops" and row["ir_op_type"] == "Ndtri"
+    assert row["source"].startswith("ndtri_ops 0.1.0 (")     # the installed package, named
     assert row["imply_type"] == "CUSTOM"
 
 
@@ -62,19 +64,19 @@ def test_graph_with_the_op_converts_runs_and_verifies(installed, freeze, tmp_pat
     import onnxruntime as ort
     import tensorflow as tf
     _, env = installed
-    fn = lambda x: tf.math.lgamma(x) + 1.0   # noqa: E731
+    fn = lambda x: tf.math.ndtri(x) + 1.0   # noqa: E731
     path, _ = freeze(fn, tf.TensorSpec([None, 3], tf.float32, name="x"))
     assert run_cli("convert", path, "-o", str(tmp_path / "no.onnx")).returncode == 3  # not installed here
     out = str(tmp_path / "m.onnx")
     result = run_cli("convert", path, "-o", out, env=env)
     assert result.returncode == 0, result.stderr
     model = onnx.load(out)
-    custom = [n for n in model.graph.node if n.op_type == "Lgamma"]
-    assert len(custom) == 1 and custom[0].domain == "ai.tf2ir.lgamma_ops"
-    assert "ai.tf2ir.lgamma_ops" in [o.domain for o in model.opset_import]
-    with pytest.raises(Exception, match="Lgamma"):   # plain onnxruntime has no kernel for it
+    custom = [n for n in model.graph.node if n.op_type == "Ndtri"]
+    assert len(custom) == 1 and custom[0].domain == "ai.tf2ir.ndtri_ops"
+    assert "ai.tf2ir.ndtri_ops" in [o.domain for o in model.opset_import]
+    with pytest.raises(Exception, match="Ndtri"):   # plain onnxruntime has no kernel for it
         ort.InferenceSession(out, providers=["CPUExecutionProvider"])
-    x = np.linspace(0.1, 6.0, 12, dtype=np.float32).reshape(4, 3)
+    x = np.linspace(0.05, 0.95, 12, dtype=np.float32).reshape(4, 3)
     np.save(tmp_path / "x.npy", x)
     results = str(tmp_path / "out.npz")
     ran = run_cli("run", out, "--inputs-data", f"x={tmp_path / 'x.npy'}", "-o", results, env=env)
@@ -82,7 +84,7 @@ def test_graph_with_the_op_converts_runs_and_verifies(installed, freeze, tmp_pat
     with np.load(results) as archive:
         (got,) = [archive[k] for k in archive.files]
     np.testing.assert_allclose(got, fn(tf.constant(x)).numpy(), rtol=1e-5, atol=1e-5)
-    verified = run_cli("verify", path, env=env)
+    verified = run_cli("verify", path, "--inputs-data", f"x={tmp_path / 'x.npy'}", env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
@@ -91,13 +93,13 @@ def test_the_scaffolds_test_asks_for_the_kernel(scaffold):
                              str(scaffold / "tests")], capture_output=True, text=True,
                             cwd=str(scaffold))
     assert result.returncode == 1
-    assert "KernelError: the Python kernel of ai.tf2ir.lgamma_ops:Lgamma node" in result.stdout
-    assert "NotImplementedError: write Lgamma's compute in lgamma_ops/plugin.py: kernel" in result.stdout
+    assert "KernelError: the Python kernel of ai.tf2ir.ndtri_ops:Ndtri node" in result.stdout
+    assert "NotImplementedError: write Ndtri's compute in ndtri_ops/plugin.py: kernel" in result.stdout
 
 
 def test_refuses_to_overwrite_and_bad_names(tmp_path):
-    assert run_cli("new-plugin", "p", "--origin-op", "Lgamma", "-o", str(tmp_path)).returncode == 0
-    again = run_cli("new-plugin", "p", "--origin-op", "Lgamma", "-o", str(tmp_path))
+    assert run_cli("new-plugin", "p", "--origin-op", "Ndtri", "-o", str(tmp_path)).returncode == 0
+    again = run_cli("new-plugin", "p", "--origin-op", "Ndtri", "-o", str(tmp_path))
     assert again.returncode == 2 and "exists already" in again.stderr
     bad = run_cli("new-plugin", "q", "--origin-op", "not an op", "-o", str(tmp_path))
     assert bad.returncode == 2 and "not a TF op type" in bad.stderr
