@@ -42,13 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _parser_class()(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from tf2ir import __version__
+    parser.add_argument("--version", action="version", version=f"tf2ir {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     convert = sub.add_parser(
-        "convert", help="convert a frozen TF graph (.pb/.pbtxt) to ONNX or to IR",
-        description="Convert a frozen TensorFlow GraphDef (.pb binary or .pbtxt text) into "
-                    "an ONNX model (default) or into tf2ir's text IR with a weights file.",
+        "convert", help="convert a TF model (frozen .pb/.pbtxt, SavedModel directory, Keras "
+                        ".keras/.h5) to ONNX or to IR",
+        description="Convert a TensorFlow model (a frozen GraphDef, .pb binary or .pbtxt text; "
+                    "a SavedModel directory; a Keras .keras/.h5 file) into an ONNX model "
+                    "(default) or into tf2ir's text IR with a weights file.",
         epilog=passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("model", help=MODEL_HELP)
     convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
@@ -267,6 +271,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:   # the shell asks for completions (README: completion)
+        import argcomplete
+        argcomplete.autocomplete(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # --help (0) or a usage error, printed in one line (2)
@@ -282,7 +289,13 @@ def _main(argv: Optional[List[str]]) -> int:
                         format="tf2ir: %(message)s", stream=sys.stderr)
     from tf2ir.ir.errors import ConversionError, ExitStatus, escape
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()   # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:   # `tf2ir plugins | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitStatus.OK
     except ConversionError as exc:
         _traceback(args)
         print(f"tf2ir: error: {exc}", file=sys.stderr)
