@@ -119,6 +119,7 @@ def _cell(text: str) -> str:
 def generate(tested: Optional[Dict[str, Set[str]]] = None, manager=None) -> str:
     """The text of docs/ops.md."""
     from tf2ir.parser.convert import PASSTHROUGH
+    from tf2ir.parser.fallback import FALLBACK_OP
     from tf2ir.plugins.manager import PluginManager
     manager = manager or PluginManager(use_env=False)
     tested = collect_tested_dtypes() if tested is None else tested
@@ -127,6 +128,8 @@ def generate(tested: Optional[Dict[str, Set[str]]] = None, manager=None) -> str:
         if not _is_builtin(reg.source):
             continue
         for origin in reg.origin_types:
+            if origin == FALLBACK_OP:
+                continue   # tf2ir's own: the fallback delegate's segments, no TF op type
             (fused if reg.fusion else rows)[origin] = reg
     passes = [p for p in manager.fusion_passes if _is_builtin(p.source)]
     by_converter = sorted(set(PASSTHROUGH) | {"Placeholder", "Const"})
