@@ -1,0 +1,259 @@
+"""Sparse and partition ops: SparseToDense, SparseReshape, SparseFillEmptyRows,
+DynamicPartition and DynamicStitch.
+
+A TF SparseTensor reaches these ops as its parts: indices [N, R] (int64), values [N] and the
+dense shape [R]. Every operand may be known only at run time; the ranks must be known.
+
+* SparseToDense: the default value expanded to the output shape, the values scattered in
+  (ScatterND). TF's validate_indices refuses repeated or unordered indices at run time; the
+  converted model does not check them (repeated indices: the last value wins).
+* SparseReshape: each index made linear by the input shape's strides, then split again by
+  the new shape's (a -1 in the new shape is the input's size over the other dims).
+* SparseFillEmptyRows: the output holds each row's entries in input order, rows in order,
+  and one [r, 0, ...] entry of `default_value` for each row r that has none. An entry's
+  place (reverse_index_map) is where its row starts plus its rank within the row: a stable
+  sort by row (TopK over row * N + position) gives the rank without an N x N comparison.
+* DynamicPartition: output i is `data` where `partitions == i` (Compress over the flattened
+  partition dims), in order.
+* DynamicStitch: every index with its data row scattered into a zero tensor of max index + 1
+  rows; where indices repeat, the later input wins, as TF's kernel documents.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, OpSet, TensorDesc
+from tf2ir.ir.tensor import INDEX_TYPES
+from tf2ir.opp.common import int64_constant, int64_input
+
+OPS = OpSet("tf2ir.opp.sparse")
+
+
+def _rank(node, index: int) -> int:
+    shape = node.inputs[index].desc.shape
+    if shape is None or len(shape) != 1 or shape[0] is None:
+        raise ConversionError(f"input {index} must be a vector of known length")
+    return shape[0]
+
+
+def _product(ctx, shape: str, start: int, stop: int) -> str:
+    """The product of shape[start:stop] (an int64 vector), as a 1-element vector."""
+    if start >= stop:
+        return int64_constant(ctx, [1])
+    part = ctx.emit("Slice", [shape, int64_constant(ctx, [start]), int64_constant(ctx, [stop])])[0]
+    return ctx.emit("ReduceProd", [part], keepdims=1)[0]
+
+
+def _strides(ctx, shape: str, rank: int) -> str:
+    """The row-major strides of a dense shape (int64 vector of `rank`)."""
+    parts = [_product(ctx, shape, d + 1, rank) for d in range(rank)]
+    return parts[0] if rank == 1 else ctx.emit("Concat", parts, axis=0)[0]
+
+
+# -- SparseToDense ----------------------------------------------------------------------
+sparse_to_dense = (
+    OPS.declare("SparseToDense", "Dense tensor of shape `output_shape`: `default_value` "
+                "except at `sparse_indices`, which take `sparse_values`.")
+    .input("sparse_indices", INDEX_TYPES).input("output_shape", INDEX_TYPES)
+    .input("sparse_values").input("default_value")
+    .output("dense").attr("validate_indices", "bool", True))
+
+
+@sparse_to_dense.infer
+def _infer_sparse_to_dense(node):
+    from tf2ir.opp.common import infer_from_shape_input
+    return infer_from_shape_input(node, 1, node.inputs[2].desc.dtype)
+
+
+@sparse_to_dense.lower
+def _lower_sparse_to_dense(ctx, node):
+    rank = _rank(node, 1)
+    shape = int64_input(ctx, 1)
+    indices = ctx.emit("Reshape", [int64_input(ctx, 0), int64_constant(ctx, [-1, rank])])[0]
+    count = ctx.emit("Slice", [ctx.emit("Shape", [indices])[0], int64_constant(ctx, [0]),
+                               int64_constant(ctx, [1])])[0]
+    values = ctx.emit("Expand", [ctx.input(2), count])[0]   # a scalar value serves every index
+    dense = ctx.emit("Expand", [ctx.input(3), shape])[0]
+    ctx.emit("ScatterND", [dense, indices, values], [ctx.output(0)])
+
+
+# -- SparseReshape ----------------------------------------------------------------------
+sparse_reshape = (
+    OPS.declare("SparseReshape", "The indices of a SparseTensor of `input_shape` laid out "
+                "for `new_shape` (one -1 dim is inferred); the new dense shape.")
+    .input("input_indices", ("int64",)).input("input_shape", ("int64",))
+    .input("new_shape", ("int64",)).output("output_indices").output("output_shape"))
+
+
+@sparse_reshape.infer
+def _infer_sparse_reshape(node):
+    count = node.inputs[0].desc.shape[0] if node.inputs[0].desc.shape else None
+    rank = _rank(node, 2)
+    return [TensorDesc("int64", (count, rank)), TensorDesc("int64", (rank,))]
+
+
+@sparse_reshape.lower
+def _lower_sparse_reshape(ctx, node):
+    rank_in, rank_out = _rank(node, 1), _rank(node, 2)
+    old, new = ctx.input(1), ctx.input(2)
+    size = ctx.emit("ReduceProd", [old], keepdims=1)[0]
+    # -1 → size / product of the others (the product of all, with -1 counted as 1, negated)
+    known = ctx.emit("ReduceProd", [ctx.emit("Abs", [new])[0]], keepdims=1)[0]
+    inferred = ctx.emit("Div", [size, known])[0]
+    is_free = ctx.emit("Equal", [new, int64_constant(ctx, [-1])])[0]
+    shape = ctx.emit("Where", [is_free, inferred, new], [ctx.output(1)])[0]
+    linear = ctx.emit("MatMul", [ctx.input(0), ctx.emit(
+        "Unsqueeze", [_strides(ctx, old, rank_in), int64_constant(ctx, [1])])[0]])[0]   # [N, 1]
+    strides = ctx.emit("Unsqueeze", [_strides(ctx, shape, rank_out), int64_constant(ctx, [0])])[0]
+    dims = ctx.emit("Unsqueeze", [shape, int64_constant(ctx, [0])])[0]
+    ctx.emit("Mod", [ctx.emit("Div", [linear, strides])[0], dims], [ctx.output(0)])
+
+
+# -- SparseFillEmptyRows ---------------------------------------------------------------
+fill_empty_rows = (
+    OPS.declare("SparseFillEmptyRows", "The SparseTensor (indices, values, dense_shape) with "
+                "a `default_value` entry [r, 0, ...] in every empty row r; which rows were "
+                "empty; where each input entry went.")
+    .input("indices", ("int64",)).input("values").input("dense_shape", ("int64",))
+    .input("default_value").output("output_indices").output("output_values")
+    .output("empty_row_indicator").output("reverse_index_map"))
+
+
+@fill_empty_rows.infer
+def _infer_fill_empty_rows(node):
+    shape = node.inputs[0].desc.shape
+    rank = shape[1] if shape is not None and len(shape) == 2 else None
+    dtype = node.inputs[1].desc.dtype
+    return [TensorDesc("int64", (None, rank)), TensorDesc(dtype, (None,)),
+            TensorDesc("bool", (None,)), TensorDesc("int64", (None,))]
+
+
+@fill_empty_rows.lower
+def _lower_fill_empty_rows(ctx, node):
+    rank = _rank(node, 2)
+    one, zero = int64_constant(ctx, [1]), int64_constant(ctx, [0])
+    indices, values = ctx.input(0), ctx.input(1)
+    rows = ctx.emit("Slice", [ctx.input(2), zero, one])[0]                       # [1]
+    row = ctx.emit("Squeeze", [ctx.emit("Slice", [indices, zero, one, one])[0], one])[0]  # [N]
+    count = ctx.emit("Shape", [row])[0]                                           # [1]
+    ones = ctx.emit("Expand", [ctx.constant(np.array(1, np.int64)), count])[0]
+    counts = ctx.emit("ScatterElements", [ctx.emit("Expand", [ctx.constant(
+        np.array(0, np.int64)), rows])[0], row, ones], reduction="add")[0]        # per row
+    empty = ctx.emit("Equal", [counts, ctx.constant(np.array(0, np.int64))],
+                     [ctx.output(2)])[0]
+    per_row = ctx.emit("Max", [counts, ctx.constant(np.array(1, np.int64))])[0]
+    starts = ctx.emit("CumSum", [per_row, ctx.constant(np.array(0, np.int64))], exclusive=1)[0]
+    firsts = ctx.emit("CumSum", [counts, ctx.constant(np.array(0, np.int64))], exclusive=1)[0]
+    position = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), ctx.emit(
+        "Squeeze", [count, zero])[0], ctx.constant(np.array(1, np.int64))])[0]
+    key = ctx.emit("Add", [ctx.emit("Mul", [row, count])[0], position])[0]
+    _, order = ctx.emit("TopK", [key, count], 2, largest=0, sorted=1)            # stable by row
+    sorted_at = ctx.emit("ScatterElements", [position, order, position])[0]      # inverse
+    rank_in_row = ctx.emit("Sub", [sorted_at, ctx.emit("Gather", [firsts, row])[0]])[0]
+    where = ctx.emit("Add", [ctx.emit("Gather", [starts, row])[0], rank_in_row],
+                     [ctx.output(3)])[0]
+    total = ctx.emit("ReduceSum", [per_row], keepdims=1)[0]
+    out_values = ctx.emit("Expand", [ctx.input(3), total])[0]
+    slots = ctx.emit("Unsqueeze", [where, one])[0]
+    ctx.emit("ScatterND", [out_values, slots, values], [ctx.output(1)])
+    empty_rows = ctx.emit("Squeeze", [ctx.emit("NonZero", [empty])[0], zero])[0]   # [E]
+    filled = ctx.emit("Unsqueeze", [empty_rows, one])[0]                            # [E, 1]
+    if rank > 1:
+        pad = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
+            "Concat", [ctx.emit("Shape", [empty_rows])[0], int64_constant(ctx, [rank - 1])],
+            axis=0)[0]])[0]
+        filled = ctx.emit("Concat", [filled, pad], axis=1)[0]
+    base = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
+        "Concat", [total, int64_constant(ctx, [rank])], axis=0)[0]])[0]
+    placed = ctx.emit("ScatterND", [base, slots, indices])[0]
+    at = ctx.emit("Unsqueeze", [ctx.emit("Gather", [starts, empty_rows])[0], one])[0]
+    ctx.emit("ScatterND", [placed, at, filled], [ctx.output(0)])
+
+
+# -- DynamicPartition -------------------------------------------------------------------
+dynamic_partition = (
+    OPS.declare("DynamicPartition", "Output i holds the slices of `data` whose `partitions` "
+                "entry is i, in order.")
+    .input("data").input("partitions", ("int32",))
+    .dynamic_output("outputs", count_attr="num_partitions").attr("num_partitions", "int"))
+
+
+@dynamic_partition.infer
+def _infer_dynamic_partition(node):
+    data, parts = node.inputs[0].desc, node.inputs[1].desc
+    rest = None
+    if data.shape is not None and parts.shape is not None:
+        rest = tuple(data.shape[len(parts.shape):])
+    shape = None if rest is None else (None,) + rest
+    return [TensorDesc(data.dtype, shape) for _ in range(node.attrs["num_partitions"])]
+
+
+@dynamic_partition.lower
+def _lower_dynamic_partition(ctx, node):
+    parts_rank = node.inputs[1].desc.rank
+    if parts_rank is None:
+        raise ConversionError("DynamicPartition needs the rank of its partitions")
+    data, parts = ctx.input(0), ctx.input(1)
+    if parts_rank != 1:   # flatten the partition dims of both
+        data_shape = ctx.emit("Shape", [data])[0]
+        rest = ctx.emit("Slice", [data_shape, int64_constant(ctx, [parts_rank]),
+                                  int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
+        data = ctx.emit("Reshape", [data, ctx.emit(
+            "Concat", [int64_constant(ctx, [-1]), rest], axis=0)[0]])[0]
+        parts = ctx.emit("Reshape", [parts, int64_constant(ctx, [-1])])[0]
+    for i in range(node.attrs["num_partitions"]):
+        chosen = ctx.emit("Equal", [parts, ctx.constant(np.array([i], np.int32))])[0]
+        ctx.emit("Compress", [data, chosen], [ctx.output(i)], axis=0)
+
+
+# -- DynamicStitch ----------------------------------------------------------------------
+dynamic_stitch = (
+    OPS.declare("DynamicStitch", "merged[indices[m][i]] = data[m][i]: the inputs' rows put "
+                "in place; a repeated index takes the later input's row.")
+    .dynamic_input("indices", ("int32",), count_attr="N").dynamic_input("data", count_attr="N")
+    .output("merged").attr("N", "int"))
+
+
+@dynamic_stitch.infer
+def _infer_dynamic_stitch(node):
+    n = node.attrs["N"]
+    first_index, first_data = node.inputs[0].desc, node.inputs[n].desc
+    rest = None
+    if first_index.shape is not None and first_data.shape is not None:
+        rest = tuple(first_data.shape[len(first_index.shape):])
+    return [TensorDesc(first_data.dtype, None if rest is None else (None,) + rest)]
+
+
+@dynamic_stitch.lower
+def _lower_dynamic_stitch(ctx, node):
+    n = node.attrs["N"]
+    indices, rows = [], []
+    for m in range(n):
+        index_rank = node.inputs[m].desc.rank
+        if index_rank is None:
+            raise ConversionError(f"DynamicStitch needs the rank of indices {m}")
+        flat = ctx.emit("Reshape", [int64_input(ctx, m), int64_constant(ctx, [-1])])[0]
+        data_shape = ctx.emit("Shape", [ctx.input(n + m)])[0]
+        rest = ctx.emit("Slice", [data_shape, int64_constant(ctx, [index_rank]),
+                                  int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
+        rows.append(ctx.emit("Reshape", [ctx.input(n + m), ctx.emit(
+            "Concat", [int64_constant(ctx, [-1]), rest], axis=0)[0]])[0])
+        indices.append(flat)
+        row_shape = rest
+    index = indices[0] if n == 1 else ctx.emit("Concat", indices, axis=0)[0]
+    data = rows[0] if n == 1 else ctx.emit("Concat", rows, axis=0)[0]
+    top = ctx.emit("ReduceMax", [ctx.emit("Concat", [index, int64_constant(ctx, [-1])],
+                                          axis=0)[0]], keepdims=1)[0]
+    count = ctx.emit("Add", [top, int64_constant(ctx, [1])])[0]
+    zero = ctx.emit("Cast", [ctx.constant(np.array(0, np.int64))],
+                    to=_onnx_type(node.inputs[n].desc.dtype))[0]
+    merged = ctx.emit("Expand", [zero, ctx.emit("Concat", [count, row_shape], axis=0)[0]])[0]
+    ctx.emit("ScatterND", [merged, ctx.emit("Unsqueeze", [index, int64_constant(ctx, [1])])[0],
+                           data], [ctx.output(0)])
+
+
+def _onnx_type(dtype: str) -> int:
+    from tf2ir.ir.onnx.writer import ONNX_DTYPES
+    return ONNX_DTYPES[dtype]
+
