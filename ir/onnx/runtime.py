@@ -10,8 +10,8 @@ with the node's attributes). The model file stays as written, in the plugin's do
 
 onnxruntime-extensions keeps its Python ops in one process-wide table, and a session made
 with it breaks (a crash, not an error) when that table grows afterwards. So the dispatch
-ops are registered as one pool when the first session needs them: every signature of 1-4
-inputs and 1-2 outputs of one type; a model that needs another signature gets it registered
+ops are registered as one pool when the first session needs them (`_pool`: every signature
+of 1-4 inputs and 1-2 outputs of one type, and the string ops' mixed ones); a model that needs another signature gets it registered
 only while no session with Python ops is alive, and is refused with a clear error otherwise.
 
 Nodes of the extensions' own domain (`ai.onnx.contrib`: its string kernels, which the
@@ -210,10 +210,8 @@ def _dispatch_op(inputs: Sequence[int], outputs: Sequence[int], node: onnx.NodeP
     from onnxruntime_extensions import PyCustomOpDef
     signature = (tuple(inputs), tuple(outputs))
     if not _DISPATCH:
-        for name in POOL_TYPES:
-            code = getattr(PyCustomOpDef, name)
-            for n_in, n_out in itertools.product(range(1, 5), range(1, 3)):
-                _register(((code,) * n_in, (code,) * n_out))
+        for pooled in _pool(PyCustomOpDef):
+            _register(pooled)
     if signature not in _DISPATCH:
         if any(session.python_ops for session in list(_LIVE)):
             raise ConversionError(
@@ -223,6 +221,23 @@ def _dispatch_op(inputs: Sequence[int], outputs: Sequence[int], node: onnx.NodeP
                 "process of its own")
         _register(signature)
     return _DISPATCH[signature]
+
+
+def _pool(types) -> List[Signature]:
+    """The signatures registered at once: 1-4 inputs and 1-2 outputs of one type, and the
+    string ops' mixed ones (a string in or out beside one number type; Substr's positions;
+    StringSplitV2's indices, values and shape)."""
+    codes = [getattr(types, name) for name in POOL_TYPES]
+    string, i32, i64 = types.dt_string, types.dt_int32, types.dt_int64
+    pool: List[Signature] = []
+    for code in codes + [string]:
+        pool += [((code,) * n_in, (code,) * n_out)
+                 for n_in, n_out in itertools.product(range(1, 5), range(1, 3))]
+    for code in codes:
+        pool += [((string,), (code,)), ((code,), (string,))]
+    pool += [((string, i32, i32), (string,)), ((string, i64, i64), (string,)),
+             ((string, string), (i64, string, i64)), ((string,), (i64, string, i64))]
+    return pool
 
 
 def _register(signature: Signature) -> None:

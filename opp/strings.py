@@ -1,0 +1,357 @@
+"""String ops. RegexReplace lowers to onnxruntime-extensions' RE2 kernel (domain
+`ai.onnx.contrib`), which is TF's own regex engine. The rest lower to nodes of this family's
+domain, `ai.tf2ir.strings`, run by their numpy reference kernels through tf2ir's runtime
+entry (`tf2ir.InferenceSession`): ONNX opset 18 has no string op that is exact here, and the
+extensions' kernels differ from TF's (StringToHashBucketFast is not Fingerprint64 in
+onnxruntime-extensions 0.14-0.15; its StringLower/StringUpper change non-ASCII letters that
+TF's default encoding keeps; its StringSplit drops empty inputs that TF splits into one
+empty token).
+
+- StringCase (StringLower, StringUpper): ASCII letters only, or with encoding "utf-8" every
+  cased letter (Python's full case mapping).
+- StringToHashBucketFast: farmhash's Fingerprint64 of the bytes, modulo num_buckets.
+- StringToNumber, AsString (TF's printf formats: width, fill, precision, scientific, shortest).
+- StringSplitV2: 1-D input split by sep (empty: runs of ASCII whitespace) into sparse
+  (indices, values, dense_shape); maxsplit limits the splits per string.
+- StringJoin (inputs of one shape or scalars, joined elementwise by separator), Substr (BYTE
+  or UTF8_CHAR units, negative positions from the end).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tf2ir.ir import ConversionError, OpSet, TensorDesc
+from tf2ir.ir.onnx.writer import ONNX_DTYPES
+from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
+from tf2ir.opp.common import broadcast_shapes, same_as_input
+from tf2ir.opp.fingerprint import fingerprint64
+
+OPS = OpSet("tf2ir.opp.strings")
+DOMAIN = "ai.tf2ir.strings"
+EXTENSIONS = "ai.onnx.contrib"
+STRING = ("string",)
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+
+
+def _strings(array) -> np.ndarray:
+    """An object array of Python str, whatever onnxruntime handed over."""
+    array = np.asarray(array)
+    return np.vectorize(_text, otypes=[object])(array) if array.size else array.astype(object)
+
+
+def _out_strings(values, shape) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out.reshape(shape)
+
+
+def _lower_by_kernel(ctx, node):
+    """One node of this family's domain, with the attributes its prototype declares."""
+    declared = next(p for p in OPS if p.op_type == node.op_type).attrs
+    attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
+    ctx.emit(node.op_type, [ctx.input(i) for i in range(len(node.inputs))],
+             [ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN, **attrs)
+
+
+# -- case -----------------------------------------------------------------------------------------
+case = OPS.declare("StringCase", "Strings lowered or uppered: ASCII letters, or with encoding "
+                                 "utf-8 every cased letter.") \
+    .input("input", STRING).output("output", STRING) \
+    .attr("upper", "bool", False).attr("encoding", "str", "")
+case.lower(_lower_by_kernel)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+@case.kernel
+def string_case(x, upper=False, encoding=""):
+    x = _strings(x)
+    if encoding not in ("", "utf-8"):
+        raise ValueError(f"encoding {encoding!r} is not '' or 'utf-8'")
+    if encoding:
+        change = str.upper if upper else str.lower
+    else:
+        table = _ASCII_UPPER if upper else _ASCII_LOWER
+        change = lambda s: s.translate(table)   # noqa: E731
+    return _out_strings([change(s) for s in x.reshape(-1)], x.shape)
+
+
+@case.infer
+def _infer_case(node):
+    if node.attrs["encoding"] not in ("", "utf-8"):
+        raise ConversionError(f"encoding {node.attrs['encoding']!r} is not '' or 'utf-8'")
+    return same_as_input(node)
+
+
+# -- hashing ----------------------------------------------------------------------------------------
+hash_bucket = OPS.declare("StringToHashBucketFast", "Fingerprint64 of each string's bytes "
+                                                    "modulo num_buckets.") \
+    .input("input", STRING).output("output", ("int64",)).attr("num_buckets", "int")
+
+
+@hash_bucket.infer
+def _infer_hash(node):
+    if node.attrs["num_buckets"] < 1:
+        raise ConversionError(f"num_buckets must be at least 1, not {node.attrs['num_buckets']}")
+    return [TensorDesc("int64", node.inputs[0].desc.shape)]
+
+
+hash_bucket.lower(_lower_by_kernel)
+
+
+@hash_bucket.kernel
+def string_to_hash_bucket_fast(x, num_buckets=1):
+    x = _strings(x)
+    buckets = [fingerprint64(s.encode("utf-8", "surrogateescape")) % int(num_buckets)
+               for s in x.reshape(-1)]
+    return np.array(buckets, np.int64).reshape(x.shape)
+
+
+# -- numbers ↔ strings ------------------------------------------------------------------------------
+NUMBER_OUT = ("float32", "float64", "int32", "int64")
+to_number = OPS.declare("StringToNumber", "Each string parsed as a number of out_type.") \
+    .input("input", STRING).output("output", NUMBER_OUT).attr("out_type", "dtype", "float32")
+
+
+@to_number.infer
+def _infer_to_number(node):
+    if node.attrs["out_type"] not in NUMBER_OUT:
+        raise ConversionError(f"out_type {node.attrs['out_type']} is not one of "
+                              f"{', '.join(NUMBER_OUT)}")
+    return [TensorDesc(node.attrs["out_type"], node.inputs[0].desc.shape)]
+
+
+@to_number.lower
+def _lower_to_number(ctx, node):
+    ctx.emit("StringToNumber", [ctx.input(0)], [ctx.output(0)], domain=DOMAIN,
+             out_type=node.attrs["out_type"])
+
+
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
+
+
+@to_number.kernel
+def string_to_number(x, out_type="float32"):
+    x, dtype = _strings(x), numpy_dtype(out_type)
+    values = []
+    for s in x.reshape(-1):
+        if dtype in (np.int32, np.int64):
+            if not _INT_TEXT.match(s):
+                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
+            value = int(s)
+            info = np.iinfo(dtype)
+            if not info.min <= value <= info.max:
+                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
+        else:
+            try:
+                if "_" in s:     # Python's float takes digit separators, TF's parser does not
+                    raise ValueError(s)
+                value = float(s)
+            except ValueError:
+                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}") \
+                    from None
+        values.append(value)
+    return np.array(values, dtype).reshape(x.shape)
+
+
+AS_STRING_TYPES = NUMBER_TYPES + ("bool",)
+as_string = OPS.declare("AsString", "Each number or bool formatted as TF's AsString does "
+                                    "(printf: fill, width, precision; %f, %e or %g).") \
+    .input("input", AS_STRING_TYPES).output("output", STRING) \
+    .attr("precision", "int", -1).attr("scientific", "bool", False) \
+    .attr("shortest", "bool", False).attr("width", "int", -1).attr("fill", "str", "")
+
+
+def as_string_format(dtype: str, precision: int, scientific: bool, shortest: bool, width: int,
+                     fill: str) -> str:
+    """TF's printf format for AsString of `dtype`; ValueError where TF refuses the attrs."""
+    floating = dtype.startswith(("float", "bfloat"))
+    if len(fill) > 1:
+        raise ValueError(f"fill {fill!r} is more than one character")
+    if fill and fill not in " +-0#":
+        raise ValueError(f"fill {fill!r} is not one of ' ', '+', '-', '0', '#'")
+    if scientific and shortest:
+        raise ValueError("scientific and shortest cannot both be set")
+    if not floating and (precision > -1 or scientific or shortest):
+        raise ValueError(f"precision, scientific and shortest apply to floats, not {dtype}")
+    spec = "%" + fill + (str(width) if width > -1 else "")
+    if floating:
+        return spec + (f".{precision}" if precision > -1 else "") + ("e" if scientific else
+                                                                     "g" if shortest else "f")
+    return spec + ("d" if dtype != "bool" else "s")
+
+
+@as_string.infer
+def _infer_as_string(node):
+    a = node.attrs
+    try:
+        as_string_format(node.inputs[0].desc.dtype, a["precision"], a["scientific"],
+                         a["shortest"], a["width"], a["fill"])
+    except ValueError as exc:
+        raise ConversionError(f"AsString: {exc}") from None
+    return [TensorDesc("string", node.inputs[0].desc.shape)]
+
+
+@as_string.lower
+def _lower_as_string(ctx, node):
+    """The kernel node; half floats enter as float32 (exactly, and TF formats them so), which
+    onnxruntime-extensions' Python ops can take."""
+    x = ctx.input(0)
+    if node.inputs[0].desc.dtype in ("float16", "bfloat16"):
+        x = ctx.emit("Cast", [x], to=ONNX_DTYPES["float32"])[0]
+    declared = as_string.attrs
+    ctx.emit("AsString", [x], [ctx.output(0)], domain=DOMAIN,
+             **{k: v for k, v in node.attrs.items() if k in declared})
+
+
+@as_string.kernel
+def as_string_kernel(x, precision=-1, scientific=False, shortest=False, width=-1, fill=""):
+    x = np.asarray(x)
+    dtype = "bool" if x.dtype == np.bool_ else "float32" if x.dtype.kind == "f" else "int64"
+    spec = as_string_format(dtype, int(precision), bool(scientific), bool(shortest), int(width),
+                            fill)
+    if dtype == "bool":
+        texts = [spec % ("true" if v else "false") for v in x.reshape(-1)]
+    elif dtype == "int64":
+        texts = [spec % int(v) for v in x.reshape(-1)]
+    else:
+        texts = [spec % float(v) for v in x.reshape(-1)]
+    return _out_strings(texts, x.shape)
+
+
+# -- splitting and joining ----------------------------------------------------------------------
+split = OPS.declare("StringSplitV2", "1-D strings split by sep (empty: ASCII whitespace runs) "
+                                     "into sparse indices, values and dense_shape.") \
+    .input("input", STRING).input("sep", STRING).output("indices", ("int64",)) \
+    .output("values", STRING).output("shape", ("int64",)).attr("maxsplit", "int", -1)
+
+
+@split.infer
+def _infer_split(node):
+    x = node.inputs[0].desc
+    if x.rank not in (None, 1):
+        raise ConversionError(f"StringSplitV2 takes 1-D input, not rank {x.rank}")
+    return [TensorDesc("int64", (None, 2)), TensorDesc("string", (None,)),
+            TensorDesc("int64", (2,))]
+
+
+split.lower(_lower_by_kernel)
+_SPACE = " \t\n\v\f\r"
+_WHITESPACE = re.compile(f"[{_SPACE}]+")
+
+
+def _split_whitespace(s: str, maxsplit: int):
+    """TF's whitespace split: tokens between runs of ASCII whitespace; once maxsplit tokens
+    are taken, the rest (from the next token on, even if empty) is one more."""
+    if maxsplit == 0:
+        return [s]
+    tokens = []
+    rest = s.lstrip(_SPACE)
+    while rest:
+        match = _WHITESPACE.search(rest)
+        tokens.append(rest if match is None else rest[:match.start()])
+        rest = "" if match is None else rest[match.end():]
+        if len(tokens) == maxsplit:
+            tokens.append(rest)
+            break
+    return tokens
+
+
+@split.kernel
+def string_split_v2(x, sep, maxsplit=-1):
+    x, sep = _strings(x).reshape(-1), _text(_strings(sep).reshape(-1)[0])
+    rows = [_split_whitespace(s, int(maxsplit)) if sep == "" else s.split(sep, int(maxsplit))
+            for s in x]
+    indices = [(r, c) for r, tokens in enumerate(rows) for c in range(len(tokens))]
+    values = [t for tokens in rows for t in tokens]
+    width = max((len(tokens) for tokens in rows), default=0)
+    return (np.array(indices, np.int64).reshape(-1, 2), _out_strings(values, (len(values),)),
+            np.array([len(rows), width], np.int64))
+
+
+join = OPS.declare("StringJoin", "Strings of one shape (or scalars) joined elementwise by "
+                                 "separator.") \
+    .dynamic_input("inputs", STRING).output("output", STRING).attr("separator", "str", "")
+
+
+@join.infer
+def _infer_join(node):
+    shapes = [v.desc.shape for v in node.inputs]
+    return [TensorDesc("string", broadcast_shapes(*shapes))]
+
+
+join.lower(_lower_by_kernel)
+
+
+@join.kernel
+def string_join(*inputs, separator=""):
+    arrays = np.broadcast_arrays(*[_strings(a) for a in inputs])
+    shape = arrays[0].shape
+    flat = [a.reshape(-1) for a in arrays]
+    return _out_strings([separator.join(parts) for parts in zip(*flat)], shape)
+
+
+substr = OPS.declare("Substr", "The len units from pos of each string (negative pos from the "
+                               "end); pos and len broadcast against input.") \
+    .input("input", STRING).input("pos", INDEX_TYPES).input("len", INDEX_TYPES) \
+    .output("output", STRING).attr("unit", "str", "BYTE")
+
+
+@substr.infer
+def _infer_substr(node):
+    if node.attrs["unit"] not in ("BYTE", "UTF8_CHAR"):
+        raise ConversionError(f"unit {node.attrs['unit']!r} is not BYTE or UTF8_CHAR")
+    return [TensorDesc("string", broadcast_shapes(*[v.desc.shape for v in node.inputs]))]
+
+
+substr.lower(_lower_by_kernel)
+
+
+@substr.kernel
+def substr_kernel(x, pos, length, unit="BYTE"):
+    x, pos, length = np.broadcast_arrays(_strings(x), np.asarray(pos), np.asarray(length))
+    out = []
+    for s, p, n in zip(x.reshape(-1), pos.reshape(-1), length.reshape(-1)):
+        units = s.encode("utf-8", "surrogateescape") if unit == "BYTE" else s
+        p, n = int(p), int(n)
+        if not -len(units) <= p <= len(units):
+            raise ValueError(f"pos {p} out of range for string of length {len(units)}")
+        start = p if p >= 0 else len(units) + p
+        piece = units[start:start + max(n, 0)]
+        if unit == "BYTE":
+            try:
+                piece = piece.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError("a BYTE substring splits a UTF-8 character, which "
+                                 "onnxruntime-extensions' string tensors cannot carry") from None
+        out.append(piece)
+    return _out_strings(out, x.shape)
+
+
+# -- regular expressions (RE2, as TF) --------------------------------------------------------------
+regex = OPS.declare("RegexReplace", "Matches of pattern (RE2) replaced by rewrite: every match, "
+                                    "or with replace_global false the first.") \
+    .input("input", STRING).input("pattern", STRING).input("rewrite", STRING) \
+    .output("output", STRING).attr("replace_global", "bool", True)
+regex.infer(same_as_input)
+
+
+@regex.lower
+def _lower_regex(ctx, node):
+    """onnxruntime-extensions' StringRegexReplace (RE2::GlobalReplace or Replace, as TF's),
+    which wants pattern and rewrite of shape [1]."""
+    one = ctx.constant(np.array([1], np.int64))
+    operands = []
+    for index in (1, 2):
+        known = ctx.const_input(index)
+        operands.append(ctx.emit("Reshape", [ctx.input(index), one])[0] if known is None else
+                        ctx.constant(np.asarray(known, object).reshape(1), "regex"))
+    pattern, rewrite = operands
+    ctx.emit("StringRegexReplace", [ctx.input(0), pattern, rewrite], [ctx.output(0)],
+             domain=EXTENSIONS, global_replace=int(node.attrs["replace_global"]))
