@@ -128,6 +128,7 @@ class OpPrototype:
     lower_fn: Optional[LowerFn] = None
     fold_fn: Optional[FoldFn] = None
     kernel_fn: Optional[KernelFn] = None
+    refused: str = ""       # why a TF op mapped to this op cannot convert (refuse())
     doc: str = ""
     priority: int = 0       # higher wins when two plugins declare one op type
     plugin: str = ""        # set by the plugin manager: the declaring plugin's name
@@ -185,6 +186,18 @@ class OpPrototype:
     def lower(self, fn: LowerFn) -> LowerFn:
         self.lower_fn = fn
         return fn
+
+    def refuse(self, reason: str) -> "OpPrototype":
+        """Declare an op tf2ir knows and cannot convert exactly: mapping a node to it is an
+        unsupported-op error (exit 3) giving `reason`, which docs/ops.md lists."""
+        from tf2ir.ir.errors import ConversionError, ExitStatus
+
+        def refuse(node):
+            raise ConversionError(f"{node.op_type} is refused: {reason}",
+                                  exit_code=ExitStatus.UNSUPPORTED)
+        self.refused = reason
+        self.infer_fn = refuse
+        return self
 
     def kernel(self, fn: KernelFn) -> KernelFn:
         """The op's reference kernel (the compute of an op definition): fn(*input arrays,

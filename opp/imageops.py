@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
-from tf2ir.ir.errors import ExitStatus
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.opp.common import Emitter, emit_cast, int64_constant, same_as_input
 
@@ -235,14 +234,9 @@ def _lower_nms2(ctx, node):
 
 
 # -- refused ----------------------------------------------------------------------------------------------
-def _refuse_sampling(node):
-    raise ConversionError(f"{node.op_type} draws its box with TF's random generator (Philox, "
-                          "with rejection sampling over area and aspect ratio), which ONNX cannot "
-                          "reproduce; an exact conversion is impossible",
-                          exit_code=ExitStatus.UNSUPPORTED)
-
-
 for _name in ("SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2"):
-    _sample = OPS.declare(_name, "A random crop box (refused: TF's random draw).") \
-        .dynamic_input("inputs").output("begin").output("size").output("bboxes")
-    _sample.infer(_refuse_sampling)
+    OPS.declare(_name, "A random crop box (refused: TF's random draw).") \
+        .dynamic_input("inputs").output("begin").output("size").output("bboxes") \
+        .refuse("its box is drawn by TF's random generator (Philox, with rejection sampling "
+                "over area and aspect ratio), which ONNX cannot reproduce; an exact conversion "
+                "is impossible")

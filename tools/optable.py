@@ -131,6 +131,10 @@ def generate(tested: Optional[Dict[str, Set[str]]] = None, manager=None) -> str:
             if origin == FALLBACK_OP:
                 continue   # tf2ir's own: the fallback delegate's segments, no TF op type
             (fused if reg.fusion else rows)[origin] = reg
+    prototypes = manager.prototypes
+    refused = {o: prototypes[r.ir_type].refused for o, r in rows.items()
+               if r.ir_type in prototypes and prototypes[r.ir_type].refused}
+    refused_rows = {o: rows.pop(o) for o in refused}
     passes = [p for p in manager.fusion_passes if _is_builtin(p.source)]
     by_converter = sorted(set(PASSTHROUGH) | {"Placeholder", "Const"})
 
@@ -155,6 +159,13 @@ def generate(tested: Optional[Dict[str, Set[str]]] = None, manager=None) -> str:
         reg = rows[origin]
         dtypes = ", ".join(sort_dtypes(tested.get(origin, ()))) or "—"
         lines.append(f"| {origin} | {reg.ir_type} | {reg.plugin} | {dtypes} |")
+    if refused:
+        lines += ["", "## Refused op types", "",
+                  "Known op types that cannot convert exactly: converting one is an "
+                  "unsupported-op error (exit 3) giving this reason.", "",
+                  "| TF op type | plugin | reason |", "|---|---|---|"]
+        lines += [f"| {origin} | {reg.plugin} | {_cell(refused[origin])} |"
+                  for origin, reg in sorted(refused_rows.items())]
     lines += [
         "",
         "## Scope fusion passes",
