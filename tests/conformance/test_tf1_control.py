@@ -217,3 +217,35 @@ def test_a_loop_without_its_loop_cond_is_refused_naming_a_node():
         convert_graph_def(graph_def, "broken.pb", outputs=outputs)
     assert info.value.exit_code == 3
     assert "TF1 control flow" in str(info.value) and info.value.node
+
+
+def test_tf1_saved_model_with_a_cond_and_a_while_loop(tmp_path):
+    """A TF1 SavedModel (graph mode, control flow v1, a variable) converts through the
+    SavedModel route and matches the TF session on two batch sizes."""
+    import onnxruntime as ort
+    from tf2ir.ir.onnx.compile import compile_to_file
+    from tf2ir.parser.pipeline import convert_file
+    export = str(tmp_path / "tf1_saved")
+    graph = tf.Graph()
+    tf1.disable_control_flow_v2()
+    try:
+        with graph.as_default():
+            x = tf1.placeholder(tf.float32, [None, 3], name="x")
+            w = tf1.get_variable("w", initializer=np.full((3,), 0.5, np.float32))
+            y = tf1.cond(tf.reduce_sum(x) > 0, lambda: x * w, lambda: x - w)
+            y = tf1.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 1.5 + w),
+                               [tf.constant(0), y])[1]
+            with tf1.Session(graph=graph) as session:
+                session.run(tf1.global_variables_initializer())
+                tf1.saved_model.simple_save(session, export, {"x": x}, {"y": y})
+                feeds = [rand(1, 3), rand(4, 3), np.full((2, 3), -1.0, np.float32)]
+                wanted = [session.run(y, {x: f}) for f in feeds]
+    finally:
+        tf1.enable_control_flow_v2()
+    ir_graph, _ = convert_file(export)
+    assert {"If", "While"} <= _all_op_types(ir_graph)
+    path = str(tmp_path / "model.onnx")
+    compile_to_file(ir_graph, path)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for feed, want in zip(feeds, wanted):
+        assert_close(want, session.run(None, {"x": feed})[0], what="y")

@@ -82,6 +82,19 @@ class PaddedNms(tf.Module):
         return {"count": count, "indices": indices}
 
 
+class MapFn(tf.Module):
+    """tf.map_fn over the batch: a While over TensorLists (lowered: TensorArray frames)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="x")])
+    def __call__(self, x):
+        rows = tf.map_fn(lambda r: tf.reduce_sum(r * r) + tf.reduce_max(r), x)
+        return {"y": rows * 2.0}
+
+
+def _rows_inputs(rng, batch, length):
+    return [rng.uniform(-1, 1, (batch, length)).astype(np.float32)]
+
+
 def _block_inputs(rng, batch, length):
     return [rng.uniform(-1, 1, (batch, length, 8)).astype(np.float32)]
 
@@ -93,7 +106,8 @@ def _nms_inputs(rng, count, _):
 
 
 MODELS = {"transformer_block": (Block, _block_inputs, {"LayerNormalization", "If", "Loop"}),
-          "padded_nms": (PaddedNms, _nms_inputs, {"Loop"})}
+          "padded_nms": (PaddedNms, _nms_inputs, {"Loop"}),
+          "map_fn": (MapFn, _rows_inputs, {"Loop"})}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")   # networkx's note on directed WL hashes
