@@ -49,6 +49,7 @@ def raise_control_flow(tf_graph: TfGraph) -> int:
     structure that is not well formed is a ConversionError naming a node of it."""
     if not has_tf1_control_flow(tf_graph):
         return 0
+    _check_arity(tf_graph)
     raiser = _Raiser(tf_graph)
     count = 0
     while count < MAX_STRUCTURES:
@@ -71,6 +72,20 @@ def raise_control_flow(tf_graph: TfGraph) -> int:
     if leftover:
         raise _error(leftover[0], "is outside every cond and loop it could belong to")
     return count
+
+
+_ARITY = {**{op: (2, 2) for op in SWITCH_OPS}, **{op: (1, None) for op in MERGE_OPS},
+          **{op: (1, 1) for op in ENTER_OPS + EXIT_OPS + NEXT_OPS + ("LoopCond",)}}
+
+
+def _check_arity(tf_graph: TfGraph) -> None:
+    """Each TF1 control-flow node has the data inputs its op takes, an Enter a frame name."""
+    for node in tf_graph.nodes.values():
+        least, most = _ARITY.get(node.op_type, (0, None))
+        if len(node.inputs) < least or (most is not None and len(node.inputs) > most):
+            raise _error(node, f"has {len(node.inputs)} data inputs")
+        if node.op_type in ENTER_OPS and not isinstance(node.attr("frame_name"), str):
+            raise _error(node, "has no frame_name")
 
 
 def _error(node: TfNode, message: str) -> ConversionError:

@@ -249,3 +249,20 @@ def test_tf1_saved_model_with_a_cond_and_a_while_loop(tmp_path):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for feed, want in zip(feeds, wanted):
         assert_close(want, session.run(None, {"x": feed})[0], what="y")
+
+
+@pytest.mark.parametrize("op, inputs", [("Switch", 1), ("Enter", 2), ("LoopCond", 0)])
+def test_control_flow_nodes_with_the_wrong_inputs_are_refused(op, inputs):
+    """Mutated graphs (found by fuzzing the raised graphs): one line naming the node."""
+    graph, outputs = _graph_v1(
+        lambda x: tf1.while_loop(lambda a: tf.reduce_sum(a) < 9.0, lambda a: a + 1.0, [x])[0],
+        [([3], F32)])
+    graph_def = graph.as_graph_def()
+    node = next(n for n in graph_def.node if n.op == op)
+    names = [n.name for n in graph_def.node if n.op == "Placeholder"]
+    node.input[:] = (list(node.input) + names * 2)[:inputs]
+    from tf2ir.parser.pipeline import convert_graph_def
+    with pytest.raises(ConversionError) as info:
+        convert_graph_def(graph_def, "mutated.pb", outputs=outputs)
+    assert info.value.exit_code == 3 and info.value.node == node.name
+    assert "data inputs" in str(info.value)
