@@ -131,11 +131,17 @@ def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     from tf2ir.parser.graph_view import graph_def_class
+    from tf2ir.parser.tables import restore_tables
     try:
         frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
     except Exception as exc:
         raise ConversionError(f"cannot freeze the model: {_first_line(exc)}", model=model) from None
     graph_def = graph_def_class().FromString(frozen.graph.as_graph_def().SerializeToString())
+    try:   # captured lookup tables: their contents back as constants (parser/tables.py)
+        restore_tables(concrete, graph_def)
+    except Exception as exc:
+        raise ConversionError(f"cannot read the model's lookup tables: {_first_line(exc)}",
+                              model=model) from None
     placeholders = [t.name.split(":")[0] for t in frozen.inputs if t.dtype != tf.resource]
     renames = {}
     if len(placeholders) == len(input_names):

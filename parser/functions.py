@@ -46,6 +46,9 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
     "CombinedNonMaxSuppression": ("nmsed_boxes", "nmsed_scores", "nmsed_classes",
                                   "valid_detections"),
     "DenseToDenseSetOperation": ("result_indices", "result_values", "result_shape"),
+    "RaggedRange": ("rt_nested_splits", "rt_dense_values"),
+    "RaggedTensorToSparse": ("sparse_indices", "sparse_values", "sparse_dense_shape"),
+    "RaggedGather": ("output_nested_splits", "output_dense_values"),   # OUTPUT_RAGGED_RANK 1
     "SampleDistortedBoundingBox": ("begin", "size", "bboxes"),
     "SampleDistortedBoundingBoxV2": ("begin", "size", "bboxes"),
     "SparseFillEmptyRows": ("output_indices", "output_values", "empty_row_indicator",

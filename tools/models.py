@@ -43,13 +43,16 @@ def freeze_function(fn, input_spec, path: str, lower_control_flow: bool = False)
     """Freeze a tf.function for `input_spec` (one TensorSpec or a list, one per argument)
     into a GraphDef at `path`; return the output tensor names. Control flow stays functional
     (If/While with library functions) unless `lower_control_flow` asks for TF's default
-    freezing, which lowers it to TF1 Switch/Merge and Enter/Exit frames."""
+    freezing, which lowers it to TF1 Switch/Merge and Enter/Exit frames. Captured lookup
+    tables are written as TF1 tables initialised from constants (parser/tables.py)."""
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
     specs = input_spec if isinstance(input_spec, (list, tuple)) else [input_spec]
     concrete = tf.function(fn).get_concrete_function(*specs)
     frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
     graph_def = frozen.graph.as_graph_def()
+    from tf2ir.parser.tables import restore_tables
+    restore_tables(concrete, graph_def)   # captured lookup tables keep their contents
     from tf2ir.ir.atomic import atomic_output
     with atomic_output(path) as tmp:
         with open(tmp, "wb") as f:
