@@ -48,7 +48,8 @@ def load_graph_def(path: str):
     else:
         try:
             graph_def.ParseFromString(data)
-        except message.DecodeError as exc:
+        except (message.DecodeError, UnicodeDecodeError) as exc:
+            # protobuf 7 reports a string field that is not UTF-8 as UnicodeDecodeError
             raise ConversionError(f"not a GraphDef (truncated or corrupt .pb: {exc})",
                                   model=path) from None
         del data

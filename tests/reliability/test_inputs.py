@@ -638,3 +638,14 @@ def test_mutated_ir_files_give_only_conversion_errors(saved_ir, tmp_path):
             assert "\n" not in str(exc), str(exc)
             outcomes["error"] += 1
     assert outcomes["error"] > 200, outcomes
+
+
+def test_a_pb_whose_strings_are_not_utf8_is_one_conversion_error(tmp_path):
+    """A NodeDef op field of bytes that are not UTF-8 (found by the fuzz run of the second op
+    wave): protobuf's DecodeError or, in another protobuf build, UnicodeDecodeError, each a
+    ConversionError saying the file is not a GraphDef."""
+    node = b"\x0a\x01a" + b"\x12\x02\xed\xa0"          # name "a", op: invalid UTF-8
+    path = tmp_path / "bad_utf8.pb"
+    path.write_bytes(b"\x0a" + bytes([len(node)]) + node)
+    with pytest.raises(ConversionError, match="not a GraphDef"):
+        convert_file(str(path))
