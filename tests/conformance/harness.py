@@ -131,6 +131,15 @@ def assert_close(want: np.ndarray, got: np.ndarray, atol: Optional[float] = None
                                equal_nan=True, err_msg=what)
 
 
+def as_text(array):
+    """TF's bytes as str, so that string outputs compare with onnxruntime's."""
+    array = np.asarray(array)
+    if array.dtype == object:
+        return np.vectorize(lambda b: b.decode("utf-8") if isinstance(b, bytes) else b,
+                            otypes=[object])(array) if array.size else array
+    return array
+
+
 def spec(shape, dtype="float32", name="x0"):
     """A tf.TensorSpec for a converted function's argument `name`."""
     import tensorflow as tf

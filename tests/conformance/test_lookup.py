@@ -12,7 +12,9 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import assert_close, convert_function, single_op_graph, spec
+from tests.conformance.harness import (
+    as_text, assert_close, convert_function, single_op_graph, spec,
+)
 
 tf = pytest.importorskip("tensorflow")
 
@@ -24,14 +26,6 @@ TESTED_DTYPES = {
 }
 
 WORDS = np.array(["apple", "pear", "", "kiwi", "plum", "日本", "apple"], object)
-
-
-def as_text(array):
-    array = np.asarray(array)
-    if array.dtype == object:
-        return np.vectorize(lambda b: b.decode("utf-8") if isinstance(b, bytes) else b,
-                            otypes=[object])(array) if array.size else array
-    return array
 
 
 def run_converted(path, feeds):

@@ -9,7 +9,9 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import assert_close, convert_function, single_op_graph, spec
+from tests.conformance.harness import (
+    as_text, assert_close, convert_function, single_op_graph, spec,
+)
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -25,15 +27,6 @@ TESTED_DTYPES = {
 
 WORDS = np.array(["Hello", "WORLD", "", "ÄÖü Straße", "abc123 ", "x" * 70, "日本語", "MiXeD Case"],
                  object)
-
-
-def as_text(array):
-    """TF's bytes as str, so that string outputs compare with onnxruntime's."""
-    array = np.asarray(array)
-    if array.dtype == object:
-        return np.vectorize(lambda b: b.decode("utf-8") if isinstance(b, bytes) else b,
-                            otypes=[object])(array) if array.size else array
-    return array
 
 
 RUN_APART = """
