@@ -137,10 +137,7 @@ def _lower_uniform(ctx, node):
     o = Emitter(ctx, work)
     u = draw(ctx, node, "RandomUniformLike", int64_input(ctx, 0), work)
     k = o.Min(o.Floor(o.Mul(u, o.c(steps))), o.c(steps - 1))    # onnxruntime's u may be 1.0
-    if work == dtype:
-        o.Mul(k, o.c(1.0 / steps), out=ctx.output(0))
-    else:
-        emit_cast(ctx, o.Mul(k, o.c(1.0 / steps)), dtype, ctx.output(0))
+    _emit_result(ctx, o.Mul(k, o.c(1.0 / steps)), work, dtype)
 
 
 normal = _draw_op("RandomStandardNormal", "Floats drawn from the standard normal distribution.")
@@ -152,11 +149,7 @@ def _lower_normal(ctx, node):
     _note_stateless(ctx, node)
     dtype = node.attrs["dtype"]
     work = "float64" if dtype == "float64" else "float32"
-    if work == dtype:
-        draw(ctx, node, "RandomNormalLike", int64_input(ctx, 0), work, ctx.output(0))
-    else:
-        emit_cast(ctx, draw(ctx, node, "RandomNormalLike", int64_input(ctx, 0), work), dtype,
-                  ctx.output(0))
+    _emit_result(ctx, draw(ctx, node, "RandomNormalLike", int64_input(ctx, 0), work), work, dtype)
 
 
 # -- truncated normal: the inverse normal CDF (AS241) of a restricted uniform -----------------

@@ -25,7 +25,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import int64_constant, int64_input
+from tf2ir.opp.common import emit_cast, int64_constant, int64_input
 
 OPS = OpSet("tf2ir.opp.sparse")
 
@@ -246,14 +246,7 @@ def _lower_dynamic_stitch(ctx, node):
     top = ctx.emit("ReduceMax", [ctx.emit("Concat", [index, int64_constant(ctx, [-1])],
                                           axis=0)[0]], keepdims=1)[0]
     count = ctx.emit("Add", [top, int64_constant(ctx, [1])])[0]
-    zero = ctx.emit("Cast", [ctx.constant(np.array(0, np.int64))],
-                    to=_onnx_type(node.inputs[n].desc.dtype))[0]
+    zero = emit_cast(ctx, ctx.constant(np.array(0, np.int64)), node.inputs[n].desc.dtype)
     merged = ctx.emit("Expand", [zero, ctx.emit("Concat", [count, row_shape], axis=0)[0]])[0]
     ctx.emit("ScatterND", [merged, ctx.emit("Unsqueeze", [index, int64_constant(ctx, [1])])[0],
                            data], [ctx.output(0)])
-
-
-def _onnx_type(dtype: str) -> int:
-    from tf2ir.ir.onnx.writer import ONNX_DTYPES
-    return ONNX_DTYPES[dtype]
-
