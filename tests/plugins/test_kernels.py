@@ -114,3 +114,52 @@ def test_batch_verify_runs_plugin_ops_and_reports_a_wrong_kernel(tmp_path):
         statuses = {m["name"]: (m["status"], m["message"]) for m in json.load(f)["models"]}
     assert statuses["relu.pbtxt"][0] == "ok" and statuses["ndtri.pbtxt"][0] == "mismatch"
     assert statuses["ndtri.pbtxt"][1].startswith("verification FAILED: 1 of 1 outputs differ")
+
+
+def test_a_failing_kernel_is_one_line_from_tf2ir_run(converted, tmp_path):
+    _, out, folder = converted
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "my_math.py").write_text(_example("ndtri").replace(
+        "def ndtri_kernel(x):", "def ndtri_kernel(x):\n    raise ValueError('no ndtri today')"))
+    np.save(tmp_path / "x.npy", np.full((2, 3), 0.5, np.float32))
+    ran = run_cli("run", out, "--inputs-data", f"x={tmp_path / 'x.npy'}", "--plugin-dir",
+                  str(broken), "-o", str(tmp_path / "y.npz"))
+    assert ran.returncode == 1 and not (tmp_path / "y.npz").exists()
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1, ran.stderr
+    assert "ai.tf2ir.my_math:Ndtri node" in lines[0] and "ValueError: no ndtri today" in lines[0]
+
+
+def test_a_new_op_signature_waits_for_the_live_python_op_sessions():
+    """onnxruntime-extensions cannot grow its op table under a live session (it would crash):
+    a model needing a signature outside the pool is refused while one lives, then runs."""
+    import gc
+
+    from onnx import TensorProto, helper
+
+    from tf2ir.ir import ConversionError
+    from tf2ir.ir.onnx.runtime import InferenceSession
+
+    def model(types):
+        node = helper.make_node("Op", [f"x{i}" for i in range(len(types))], ["y"],
+                                domain="ai.tf2ir.test")
+        inputs = [helper.make_tensor_value_info(f"x{i}", t, [2]) for i, t in enumerate(types)]
+        graph = helper.make_graph([node], "g", inputs,
+                                  [helper.make_tensor_value_info("y", types[0], [2])])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
+                                                       helper.make_opsetid("ai.tf2ir.test", 1)])
+
+    def kernel_for(node):
+        return lambda x, *rest: x + 1
+    ones = np.ones(2, np.float32)
+    first = InferenceSession(model([TensorProto.FLOAT]), kernel_for=kernel_for)
+    mixed = model([TensorProto.FLOAT, TensorProto.INT8, TensorProto.UINT16])   # not pooled
+    with pytest.raises(ConversionError, match="new signature.*another model with Python"):
+        InferenceSession(mixed, kernel_for=kernel_for)
+    np.testing.assert_array_equal(first.run(None, {"x0": ones})[0], ones + 1)
+    del first
+    gc.collect()
+    second = InferenceSession(mixed, kernel_for=kernel_for)
+    feeds = {"x0": ones, "x1": np.zeros(2, np.int8), "x2": np.zeros(2, np.uint16)}
+    np.testing.assert_array_equal(second.run(None, feeds)[0], ones + 1)
