@@ -323,18 +323,14 @@ class Graph:
 
     def toposort(self) -> None:
         """Order nodes so every producer precedes its consumers (stable for sorted input)."""
-        import networkx as nx
+        from tf2ir.ir.toposort import CycleError, lexicographic_order
         order = {id(n): i for i, n in enumerate(self.nodes)}
-        dag = nx.DiGraph()
-        dag.add_nodes_from(range(len(self.nodes)))
-        for i, node in enumerate(self.nodes):
-            for value in node.inputs:
-                # A subgraph may read values of an enclosing graph: no edge within this one.
-                if value is not None and id(value.producer) in order:
-                    dag.add_edge(order[id(value.producer)], i)
+        # A subgraph may read values of an enclosing graph: no edge within this one.
+        edges = [(order[id(value.producer)], i) for i, node in enumerate(self.nodes)
+                 for value in node.inputs if value is not None and id(value.producer) in order]
         try:
-            ranks = list(nx.lexicographical_topological_sort(dag))
-        except nx.NetworkXUnfeasible:
+            ranks = lexicographic_order(range(len(self.nodes)), edges)
+        except CycleError:
             raise ValueError(f"graph {self.name!r} has a cycle") from None
         self.nodes = [self.nodes[i] for i in ranks]
 

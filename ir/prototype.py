@@ -10,7 +10,7 @@ works. Prototypes reach the registry through the plugin manager (every plugin's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -310,29 +310,57 @@ class OpSet:
         return len(self._prototypes)
 
 
+class PrototypeSource(Protocol):
+    """Where a registry finds the prototypes it was not given: a plugin manager that imports
+    its plugins when an op type is first asked for."""
+
+    def resolve_prototype(self, op_type: str) -> Optional[OpPrototype]: ...
+
+    def all_prototypes(self) -> Dict[str, OpPrototype]: ...
+
+
 class PrototypeRegistry:
     """The op prototypes in force. The plugin manager installs the winners of its plugins'
     declarations; everything in `ir/` (inference, verification, lowering) reads it."""
 
     def __init__(self) -> None:
         self._prototypes: Dict[str, OpPrototype] = {}
+        self._source: Optional[PrototypeSource] = None
+        self._missing: Set[str] = set()   # op types the source has no prototype for
 
-    def install(self, prototypes: Sequence[OpPrototype]) -> None:
-        """Make `prototypes` (one per op type) the ones in force."""
+    def install(self, prototypes: Sequence[OpPrototype],
+                source: Optional[PrototypeSource] = None) -> None:
+        """Make `prototypes` (one per op type) the ones in force; `source`, when given, is
+        asked for any other op type (and answers once per op type)."""
         self._prototypes = {p.op_type: p for p in prototypes}
+        self._source = source
+        self._missing = set()
+
+    def _find(self, op_type: str) -> Optional[OpPrototype]:
+        proto = self._prototypes.get(op_type)
+        if proto is None and self._source is not None and op_type not in self._missing:
+            proto = self._source.resolve_prototype(op_type)
+            if proto is None:
+                self._missing.add(op_type)
+            else:
+                self._prototypes[op_type] = proto
+        return proto
 
     def get(self, op_type: str) -> OpPrototype:
-        try:
-            return self._prototypes[op_type]
-        except KeyError:
-            hint = "" if self._prototypes else (
+        proto = self._find(op_type)
+        if proto is None:
+            hint = "" if self._prototypes or self._source is not None else (
                 " (no prototypes are registered: create a tf2ir.plugins.PluginManager first)")
-            raise KeyError(f"no op prototype for IR op type {op_type!r}{hint}") from None
+            raise KeyError(f"no op prototype for IR op type {op_type!r}{hint}")
+        return proto
 
     def has(self, op_type: str) -> bool:
-        return op_type in self._prototypes
+        return self._find(op_type) is not None
 
     def all(self) -> Dict[str, OpPrototype]:
+        if self._source is not None:   # every prototype: the source imports all its plugins
+            self._prototypes = dict(self._source.all_prototypes())
+            self._source = None
         return dict(self._prototypes)
 
 

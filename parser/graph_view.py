@@ -171,7 +171,7 @@ class TfGraph:
 
     def upstream(self, roots: List[str]) -> List[str]:
         """Names of the nodes the roots need through data inputs, in a topological order."""
-        import networkx as nx
+        from tf2ir.ir.toposort import CycleError, find_cycle, lexicographic_order
         needed, stack = set(), list(roots)
         while stack:
             name = stack.pop()
@@ -179,16 +179,12 @@ class TfGraph:
                 continue
             needed.add(name)
             stack.extend(src for src, _ in self.nodes[name].inputs)
-        dag = nx.DiGraph()
         order = {name: i for i, name in enumerate(self.nodes)}
-        dag.add_nodes_from(needed)
-        for name in needed:
-            for src, _ in self.nodes[name].inputs:
-                dag.add_edge(src, name)
+        edges = [(src, name) for name in needed for src, _ in self.nodes[name].inputs]
         try:
-            return list(nx.lexicographical_topological_sort(dag, key=order.__getitem__))
-        except nx.NetworkXUnfeasible:
-            cycle = nx.find_cycle(dag)
+            return lexicographic_order(needed, edges, key=order.__getitem__)
+        except CycleError:
+            cycle = find_cycle(needed, edges)
             raise ConversionError(
                 f"the graph has a cycle through '{cycle[0][0]}' (TF1 control flow loops are "
                 "not supported)", model=self.model, node=cycle[0][0],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 from tensorboard.compat.proto import node_def_pb2
@@ -25,7 +25,8 @@ from tf2ir.ir.passes.manager import PassManager, Switches
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.parser.scope_match import GraphIndex, find_candidates
 from tf2ir.plugins.fusion import (
-    INNER_NODE_PREFIX, FusionResult, ScopeFusionPass, ScopeMatch, ScopePattern, Tensor,
+    INNER_NODE_PREFIX, DeferredFusionPass, FusionResult, ScopeFusionPass, ScopeMatch,
+    ScopePattern, Tensor,
 )
 
 log = logging.getLogger("tf2ir.fusion")
@@ -65,10 +66,19 @@ class FusionTarget:
 
 def fusion_manager(manager, switches: Switches = None, check: bool = False) -> PassManager:
     """The pass manager of the plugins' fusion passes, switched by `switches` (--fusion)."""
-    def runner(fusion_pass: ScopeFusionPass):
-        return lambda target: _PassRun(target.tf_graph, fusion_pass, target.keep,
-                                       target.index).run()
-    records = [p.record(runner(p)) for p in getattr(manager, "fusion_passes", [])]
+    def runner(fusion_pass: Union[ScopeFusionPass, DeferredFusionPass]):
+        def run(target: FusionTarget) -> int:
+            found: Optional[ScopeFusionPass]
+            if isinstance(fusion_pass, DeferredFusionPass):   # imported if it may match
+                found = fusion_pass.resolve(target.index.refresh())
+            else:
+                found = fusion_pass
+            return 0 if found is None else _PassRun(target.tf_graph, found, target.keep,
+                                                    target.index).run()
+        return run
+    plan = getattr(manager, "fusion_plan", None)   # a PluginManager's, with deferred passes
+    passes = plan() if plan is not None else getattr(manager, "fusion_passes", [])
+    records = [p.record(runner(p)) for p in passes]
     return PassManager(records, switches, "--fusion", check_fused_graph if check else None)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from tf2ir.parser.graph_view import TfGraph
-from tf2ir.plugins.fusion import ScopePattern, count_range
+from tf2ir.plugins.fusion import ScopePattern, holds, needed_op_types
 
 def name_scopes(tf_graph: TfGraph) -> Dict[str, List[str]]:
     """Scope path → names of the nodes under it (nested scopes included), Placeholders aside."""
@@ -27,6 +27,7 @@ class GraphIndex:
     def __init__(self, tf_graph: TfGraph):
         self.tf = tf_graph
         self.stale = True
+        self._edges: Optional[Set[Tuple[str, str]]] = None
 
     def refresh(self) -> "GraphIndex":
         if self.stale:
@@ -34,18 +35,21 @@ class GraphIndex:
             self.op_counts: Dict[str, int] = {}
             for node in self.tf.nodes.values():
                 self.op_counts[node.op_type] = self.op_counts.get(node.op_type, 0) + 1
+            self._edges = None
             self.stale = False
         return self
 
     def may_match(self, pattern: ScopePattern) -> bool:
         """False when the graph lacks op types the pattern needs (a quick necessary test)."""
-        for types, count in pattern.op_types.items():
-            if sum(self.op_counts.get(t, 0) for t in types.split("|")) < count_range(count)[0]:
-                return False
-        structure = pattern.structure
-        return structure is None or all(
-            any(t in self.op_counts for t in structure.op_types(label))
-            for label in structure.nodes if structure.op_types(label) is not None)
+        return holds(needed_op_types(pattern), self)
+
+    def op_type_edges(self) -> Set[Tuple[str, str]]:
+        """(producer op type, consumer op type) of every data edge (made when first asked)."""
+        if self._edges is None:
+            nodes = self.tf.nodes
+            self._edges = {(nodes[src].op_type, node.op_type) for node in nodes.values()
+                           for src, _ in node.inputs if src in nodes}
+        return self._edges
 
 
 def _search_graph(tf_graph: TfGraph, pattern: ScopePattern, inside: Optional[Set[str]]):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -78,6 +78,57 @@ class Structure:
         """The allowed op types of `label`, or None for a wildcard."""
         text = self.nodes[label]
         return None if text == WILDCARD else set(text.split("|"))
+
+
+OpTypes = Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a graph must hold for a pattern to match anywhere (a quick necessary test, not a
+    match): at least `least` nodes of some `types` for each of `counts`, and for each of
+    `edges` a node of the first types feeding one of the second (the structure's edges
+    between non-wildcard labels)."""
+
+    counts: Tuple[Tuple[OpTypes, int], ...] = ()
+    edges: Tuple[Tuple[OpTypes, OpTypes], ...] = ()
+
+
+class GraphSummary(Protocol):
+    """The op-type facts of a graph that `Needs` are tested against (the parser's index)."""
+
+    op_counts: Dict[str, int]
+
+    def op_type_edges(self) -> Set[Tuple[str, str]]: ...
+
+
+def needed_op_types(pattern: "ScopePattern") -> Needs:
+    """The `Needs` of `pattern`."""
+    counts = [(tuple(types.split("|")), count_range(count)[0])
+              for types, count in pattern.op_types.items()]
+    edges: List[Tuple[OpTypes, OpTypes]] = []
+    structure = pattern.structure
+    if structure is not None:
+        kinds = {label: structure.op_types(label) for label in structure.nodes}
+        counts += [(tuple(sorted(types)), 1) for types in kinds.values() if types is not None]
+        for a, b in _edges(structure.edges):
+            source, target = kinds[a], kinds[b]
+            if source is not None and target is not None:
+                edges.append((tuple(sorted(source)), tuple(sorted(target))))
+    return Needs(tuple(counts), tuple(edges))
+
+
+def holds(needs: Needs, graph: GraphSummary) -> bool:
+    """Whether the graph has what `needs` asks for (edges are looked at only when the
+    counts hold: they cost a walk over the graph's inputs)."""
+    counts = graph.op_counts
+    if not all(sum(counts.get(t, 0) for t in types) >= least for types, least in needs.counts):
+        return False
+    if not needs.edges:
+        return True
+    pairs = graph.op_type_edges()
+    return all(any((a, b) in pairs for a in sources for b in targets)
+               for sources, targets in needs.edges)
 
 
 @dataclass
@@ -277,6 +328,36 @@ class ScopeFusionPass:
         if self.generate_result_fn_ is None:
             raise ConversionError(f"fusion pass {self.name} has no generate_result function")
         return self.generate_result_fn_(match)
+
+
+@dataclass
+class DeferredFusionPass:
+    """A built-in fusion pass known from the built-in index until a graph may need it: the
+    plugin manager imports its module only when the graph holds what one of its patterns
+    needs (`patterns`: each pattern's `needed_op_types`), so a graph it cannot match never
+    pays for the module nor for the matcher's networkx."""
+
+    name: str
+    load: Callable[[], ScopeFusionPass]
+    patterns: List[Needs] = field(default_factory=list)     # per pattern
+    after: List[str] = field(default_factory=list)
+    before: List[str] = field(default_factory=list)
+    enabled: bool = True
+    description: str = ""
+    plugin: str = ""
+    source: str = ""
+
+    def record(self, run: Optional[Callable[[Any], int]] = None) -> PassRecord:
+        return PassRecord(self.name, "fusion", run or (lambda target: 0), self.description,
+                          tuple(self.after), tuple(self.before), default=self.enabled,
+                          plugin=self.plugin)
+
+    def resolve(self, graph: GraphSummary) -> Optional[ScopeFusionPass]:
+        """The pass itself (its module imported) when one of its patterns may match the
+        graph, else None: then it would fuse nothing."""
+        if any(holds(needs, graph) for needs in self.patterns):
+            return self.load()
+        return None
 
 
 def scope_fusion_pass(name: str, description: str = "") -> ScopeFusionPass:

@@ -50,7 +50,7 @@ class PassRecord:
 def order_passes(records: Sequence[PassRecord]) -> List[PassRecord]:
     """The records in an order that honours every `after` and `before` (names of passes
     that are not given are ignored); ties keep the given order."""
-    import networkx as nx
+    from tf2ir.ir.toposort import CycleError, find_cycle, lexicographic_order
     by_name: Dict[str, PassRecord] = {}
     for record in records:
         if record.name in by_name:
@@ -60,15 +60,14 @@ def order_passes(records: Sequence[PassRecord]) -> List[PassRecord]:
                                   plugin=record.plugin or None)
         by_name[record.name] = record
     index = {name: i for i, name in enumerate(by_name)}
-    dag = nx.DiGraph()
-    dag.add_nodes_from(by_name)
+    edges = []
     for record in records:
-        dag.add_edges_from((a, record.name) for a in record.after if a in by_name)
-        dag.add_edges_from((record.name, b) for b in record.before if b in by_name)
+        edges += [(a, record.name) for a in record.after if a in by_name]
+        edges += [(record.name, b) for b in record.before if b in by_name]
     try:
-        return [by_name[n] for n in nx.lexicographical_topological_sort(dag, key=index.__getitem__)]
-    except nx.NetworkXUnfeasible:
-        cycle = " -> ".join(a for a, _ in nx.find_cycle(dag))
+        return [by_name[n] for n in lexicographic_order(by_name, edges, key=index.__getitem__)]
+    except CycleError:
+        cycle = " -> ".join(a for a, _ in find_cycle(by_name, edges))
         raise ConversionError(f"passes must run before each other in a cycle: {cycle}") from None
 
 
