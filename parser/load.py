@@ -1,7 +1,9 @@
-"""Loading TF model files into a GraphDef message (TensorFlow only for SavedModel/Keras)."""
+"""Loading TF model files into a GraphDef message (TensorFlow only for Keras files and
+the SavedModels the native reader, parser/saved_model.py, refuses)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from typing import List, Optional, Sequence, Tuple
@@ -58,19 +60,60 @@ def load_graph_def(path: str):
     return graph_def
 
 
+# TF2IR_SAVED_MODEL_READER: "native" (never freeze with TensorFlow), "tf" (always freeze
+# with TensorFlow, the route before the native reader) or unset (native, TF where it must).
+READER_ENV = "TF2IR_SAVED_MODEL_READER"
+
+
 def load_model(path: str, signature: Optional[str] = None, tags: Optional[Sequence[str]] = None,
                ) -> Tuple[object, Optional[List[str]]]:
     """Any model tf2ir reads → (GraphDef, output tensor names or None for the graph's sinks).
-    A frozen .pb/.pbtxt is parsed without TensorFlow; a SavedModel directory or a Keras
-    .keras/.h5 file is frozen by TensorFlow first (parser/frozen.py)."""
+    A frozen .pb/.pbtxt is parsed without TensorFlow; a SavedModel directory is read
+    natively (parser/saved_model.py) and frozen by TensorFlow only for what the native
+    reader refuses; a Keras .keras/.h5 file is frozen by TensorFlow (parser/frozen.py)."""
     from tf2ir.parser import frozen
     if os.path.isdir(path):
-        graph_def, _, outputs = frozen.freeze_saved_model(
-            path, signature or frozen.DEFAULT_SIGNATURE,
-            frozen.DEFAULT_TAGS if tags is None else tags)
+        signature = signature or frozen.DEFAULT_SIGNATURE
+        tags = frozen.DEFAULT_TAGS if tags is None else tags
+        graph_def, _, outputs = load_saved_model(path, signature, tags)
         return graph_def, outputs
     if frozen.is_keras_file(path):
         os.close(open_model_file(path))   # TensorFlow would block on a FIFO
         graph_def, _, outputs = frozen.freeze_keras_file(path)
         return graph_def, outputs
     return load_graph_def(path), None
+
+
+def load_saved_model(path: str, signature: str, tags: Sequence[str]):
+    """A SavedModel directory frozen into (GraphDef, input names, output tensor names):
+    natively, or by TensorFlow where the native reader refuses and TensorFlow imports. The
+    route taken is logged (`-v`)."""
+    from tf2ir.parser import frozen
+    from tf2ir.parser.resources import NeedsTensorFlow
+    log = logging.getLogger("tf2ir")
+    reader = os.environ.get(READER_ENV, "")
+    if reader != "tf":
+        if not frozen.is_saved_model(path):
+            raise ConversionError("is a directory but not a SavedModel (no saved_model.pb in "
+                                  "it)", model=path)
+        from tf2ir.parser.saved_model import read_saved_model
+        try:
+            result = read_saved_model(path, signature, tags)
+        except NeedsTensorFlow as exc:
+            reason = exc.message + (f" (node '{exc.node}', {exc.op_type})" if exc.node else "")
+            if reader == "native":
+                raise
+            try:
+                frozen.import_tensorflow()
+            except ImportError:
+                raise ConversionError(f"this SavedModel needs TensorFlow to be frozen, which "
+                                      f"is not installed: {reason}", model=path,
+                                      node=exc.node, op_type=exc.op_type) from None
+            log.info("SavedModel: the native reader refuses it (%s); freezing with "
+                     "TensorFlow", reason)
+        else:
+            log.info("SavedModel: read natively (no TensorFlow)")
+            return result
+    else:
+        log.info("SavedModel: freezing with TensorFlow (%s=tf)", READER_ENV)
+    return frozen.freeze_saved_model(path, signature, tags)

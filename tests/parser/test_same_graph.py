@@ -1,7 +1,8 @@
-"""One model, one ONNX graph: a model converted from its SavedModel, from its .pb frozen the
-way tf2ir freezes (control flow kept functional) and from its .pb frozen the TF default way
-(control flow lowered to Switch/Merge and frames, raised back by tf2ir) gives the same ONNX
-nodes, and each matches TensorFlow on inputs of two batch and sequence lengths."""
+"""One model, one ONNX graph: a model converted from its SavedModel (read natively, and
+frozen by TensorFlow), from its .pb frozen the way tf2ir freezes (control flow kept
+functional) and from its .pb frozen the TF default way (control flow lowered to
+Switch/Merge and frames, raised back by tf2ir) gives the same ONNX nodes, and each matches
+TensorFlow on inputs of two batch and sequence lengths."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ MODELS = {"transformer_block": (Block, _block_inputs, {"LayerNormalization", "If
 
 @pytest.mark.filterwarnings("ignore::UserWarning")   # networkx's note on directed WL hashes
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_saved_model_and_both_frozen_pbs_give_the_same_onnx_graph(name, tmp_path):
+def test_saved_model_and_both_frozen_pbs_give_the_same_onnx_graph(name, tmp_path, monkeypatch):
     from tf2ir.tools.models import freeze_function
     make, inputs, expected_ops = MODELS[name]
     module = make()
@@ -128,9 +129,12 @@ def test_saved_model_and_both_frozen_pbs_give_the_same_onnx_graph(name, tmp_path
     for lowered in (False, True):
         sources.append(os.path.join(root, f"lowered_{lowered}.pb"))
         freeze_function(outputs, list(specs), sources[-1], lower_control_flow=lowered)
+    monkeypatch.setenv("TF2IR_SAVED_MODEL_READER", "native")
     paths = [_convert(source, os.path.join(root, f"{i}.onnx")) for i, source in enumerate(sources)]
+    monkeypatch.setenv("TF2IR_SAVED_MODEL_READER", "tf")    # the SavedModel frozen by TF
+    paths.append(_convert(sources[0], os.path.join(root, "tf_frozen.onnx")))
     signatures = [_onnx_signature(p) for p in paths]
-    assert signatures[0] == signatures[1] == signatures[2]
+    assert signatures[0] == signatures[1] == signatures[2] == signatures[3]
     assert expected_ops <= set(signatures[0][1]), signatures[0][1]
     rng = np.random.default_rng(3)
     for sizes in ((1, 2), (3, 5), (20, 1)):

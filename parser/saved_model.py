@@ -1,0 +1,291 @@
+"""Reading a SavedModel directory without TensorFlow (DESIGN decision 3).
+
+`saved_model.pb` holds MetaGraphDefs (chosen by tags), each with signatures and a GraphDef
+whose function library holds the signature functions. A TF2 signature is a
+StatefulPartitionedCall in the outer graph taking the signature's Placeholders and the
+variables' VarHandleOps; a TF1 signature names tensors of a graph with VariableV2 (or
+VarHandleOp) nodes. Which checkpoint entry holds each variable is read from the restore
+op the saver names (RestoreV2's tensor_names, and the Assign/AssignVariableOp each restored
+tensor feeds, followed through function calls), so Keras models, tf.Modules and TF1
+Savers resolve the same way; the handles a TF2 function captures are bound through the
+object graph as TensorFlow's loader binds them (parser/checkpoint_keys.py). The values
+come from the tensor bundle (parser/tensor_bundle.py), the handles become constants
+(parser/resources.py; large ones stay views of the mapped shard, parser/mapped_graph.py),
+and the result is the GraphDef TensorFlow's freezing gives (parser/frozen.py):
+Placeholders named as the signature's inputs, an Identity named as each signature output,
+control flow and calls kept functional for the pipeline to inline.
+
+Lookup tables: a table initialised from constants (KeyValueTensorInitializer) or restored
+from the checkpoint (MutableHashTable) is written as a TF1 table initialised from
+constants, as parser/tables.py does. What only TensorFlow can resolve (a table read from a
+vocabulary file, an op that assigns a variable, a partitioned variable, sparse or composite
+signature tensors) raises `NeedsTensorFlow` naming the node; the loader then freezes with
+TensorFlow where it is installed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Sequence, Set, Tuple
+
+import numpy as np
+
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.parser import mapped_graph
+from tf2ir.parser.checkpoint_keys import INIT_SIGNATURE, Sources, captured_keys
+from tf2ir.parser.mapped_graph import MappedConst, MappedGraphDef
+from tf2ir.parser.resources import NeedsTensorFlow, Variable, freeze_resources
+
+VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
+TABLE_OPS = ("HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable")
+
+Frozen = Tuple[object, List[str], List[str]]   # (GraphDef, input names, output tensor names)
+
+
+def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
+    """The SavedModel at `path` (MetaGraph with `tags`), its `signature` frozen."""
+    meta_graph = _meta_graph(path, tags)
+    sig = _signature(meta_graph, signature, path)
+    source = meta_graph.graph_def
+    nodes = {node.name: node for node in source.node}
+    inputs = {key: _tensor_name(sig.inputs[key], f"input '{key}'", path)
+              for key in sorted(sig.inputs)}
+    outputs = {key: _tensor_name(sig.outputs[key], f"output '{key}'", path)
+               for key in sorted(sig.outputs)}
+    for key, tensor in inputs.items():
+        node = nodes.get(tensor.split(":")[0])
+        if node is None or node.op != "Placeholder" or not tensor.endswith(":0"):
+            raise NeedsTensorFlow(f"signature input '{key}' is {tensor}, not a Placeholder",
+                                  model=path, node=node.name if node else None,
+                                  op_type=node.op if node else None)
+    for key, tensor in outputs.items():
+        if tensor.split(":")[0] not in nodes:
+            raise ConversionError(f"signature output '{key}' names {tensor}, which is not in "
+                                  "the graph", model=path)
+    kept = _upstream(nodes, [t.split(":")[0] for t in outputs.values()])
+    kept |= {t.split(":")[0] for t in inputs.values()}   # TF's freezing keeps unused inputs too
+    sources = Sources(meta_graph, nodes, path)
+
+    from tf2ir.parser.graph_view import graph_def_class
+    graph_def = graph_def_class()()
+    graph_def.versions.CopyFrom(source.versions)
+    graph_def.library.CopyFrom(source.library)
+    for node in source.node:
+        if node.name in kept:
+            new = graph_def.node.add()
+            new.CopyFrom(node)
+            new.input[:] = [r for r in node.input
+                            if not r.startswith("^") or r[1:] in kept]
+
+    needed_vars = [n for n in graph_def.node if n.op in VARIABLE_OPS]
+    needed_tables = [n for n in graph_def.node if n.op in TABLE_OPS]
+    bundle = _bundle(path) if needed_vars or any(
+        sources.tables.get(t.name, (None,))[0] == "checkpoint" for t in needed_tables) else None
+    if bundle is not None:
+        sources.variables.update(captured_keys(meta_graph, graph_def, bundle))
+    variables: Dict[str, Variable] = {}
+    for node in needed_vars:
+        key = sources.variables.get(node.name)
+        if key is None:
+            raise NeedsTensorFlow("the variable's checkpoint entry is not found from the "
+                                  "SavedModel's restore op", model=path, node=node.name,
+                                  op_type=node.op)
+        dtype, shape, value = bundle.tensor(key)
+        declared = node.attr["dtype"].type
+        if declared % 100 != dtype:
+            raise ConversionError(f"checkpoint entry '{key}' has dtype {dtype}, the variable "
+                                  f"{declared}", model=path, node=node.name, op_type=node.op)
+        mapped = value.dtype != object and value.nbytes >= mapped_graph.MAPPED_MIN_BYTES > 0
+        variables[node.name] = Variable(dtype, shape, value, mapped)
+    for node in needed_tables:
+        _write_table(graph_def, node, sources, bundle, path)
+    freeze_resources(graph_def, variables, path)
+    _prune_library(graph_def)
+    input_names = _rename_inputs(graph_def, inputs)
+    output_names = _add_outputs(graph_def, sig, outputs, input_names, inputs)
+    mapped = {name: MappedConst(name, var.dtype, var.shape,
+                                memoryview(var.value.reshape(-1).view(np.uint8)))
+              for name, var in variables.items() if var.mapped}
+    if mapped:
+        graph_def = MappedGraphDef(graph_def, mapped)
+    return graph_def, input_names, output_names
+
+
+def _prune_library(graph_def) -> None:
+    """Keep the library functions the graph calls (through any function attribute or an op
+    named as a function), transitively: the others (the saver's, other signatures') may
+    still pass variable handles to functions that now take values."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    used: Set[str] = set()
+
+    def visit(nodes) -> None:
+        for node in nodes:
+            names = [node.op] if node.op in functions else []
+            for value in node.attr.values():
+                which = value.WhichOneof("value")
+                if which == "func":
+                    names.append(value.func.name)
+                elif which == "list":
+                    names += [f.name for f in value.list.func]
+            for name in names:
+                if name in functions and name not in used:
+                    used.add(name)
+                    visit(functions[name].node_def)
+    visit(graph_def.node)
+    if len(used) == len(functions):
+        return
+    kept = [f for f in graph_def.library.function if f.signature.name in used]
+    gradients = [g for g in graph_def.library.gradient if g.function_name in used]
+    from tensorboard.compat.proto.function_pb2 import FunctionDefLibrary
+    library = FunctionDefLibrary()
+    library.function.extend(kept)
+    library.gradient.extend(gradients)
+    graph_def.library.CopyFrom(library)
+
+
+# -- the SavedModel file -----------------------------------------------------------------------
+def _meta_graph(path: str, tags: Sequence[str]):
+    from google.protobuf import message, text_format
+
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    saved_model = bundle_messages()[2]()
+    binary = os.path.join(path, "saved_model.pb")
+    text = os.path.join(path, "saved_model.pbtxt")
+    try:
+        if os.path.isfile(binary):
+            with open(binary, "rb") as f:
+                saved_model.ParseFromString(f.read())
+        else:
+            with open(text, encoding="utf-8") as f:
+                text_format.Parse(f.read(), saved_model)
+    except OSError as exc:
+        raise ConversionError(f"cannot read saved_model.pb: {exc.strerror}", model=path) from None
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as exc:
+        raise ConversionError(f"saved_model.pb is not a SavedModel: {exc}", model=path) from None
+    wanted = set(tags)
+    if not wanted and len(saved_model.meta_graphs) == 1:
+        return saved_model.meta_graphs[0]   # no tags asked: the only MetaGraph, as TF loads
+    available = []
+    for meta_graph in saved_model.meta_graphs:
+        have = set(meta_graph.meta_info_def.tags)
+        if have == wanted:
+            return meta_graph
+        available.append(",".join(sorted(have)) or "(none)")
+    raise ConversionError(f"cannot load SavedModel with tags {','.join(tags) or '(none)'}: no "
+                          f"MetaGraph has them (available: {'; '.join(available) or 'none'})",
+                          model=path)
+
+
+def _signature(meta_graph, name: str, path: str):
+    available = sorted(k for k in meta_graph.signature_def if k != INIT_SIGNATURE)
+    if name not in available:
+        raise ConversionError(f"no signature '{name}'; available: "
+                              f"{', '.join(available) or 'none'} (choose with --signature)",
+                              model=path, exit_code=ExitStatus.USAGE)
+    return meta_graph.signature_def[name]
+
+
+def _tensor_name(info, what: str, path: str) -> str:
+    if info.WhichOneof("encoding") != "name":
+        raise NeedsTensorFlow(f"signature {what} is a {info.WhichOneof('encoding')} tensor",
+                              model=path)
+    name = info.name
+    return name if ":" in name else name + ":0"
+
+
+def _bundle(path: str):
+    from tf2ir.parser.tensor_bundle import TensorBundle
+    return TensorBundle(os.path.join(path, "variables", "variables"), model=path)
+
+
+def _upstream(nodes, roots: List[str]) -> Set[str]:
+    """Outer-graph nodes the roots need through data inputs."""
+    kept: Set[str] = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in kept or name not in nodes:
+            continue
+        kept.add(name)
+        stack.extend(r.split(":")[0] for r in nodes[name].input if not r.startswith("^"))
+    return kept
+
+
+# -- tables, inputs and outputs -----------------------------------------------------------------
+def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
+    """Table `node` as a HashTableV2 initialised from constants (see parser/tables.py)."""
+    from tf2ir.parser.resources import set_const
+    source = sources.tables.get(node.name)
+    if source is None:
+        problem = sources.table_problems.get(node.name)
+        if problem is not None:
+            raise NeedsTensorFlow(f"lookup table {node.name} is initialised by {problem.op} "
+                                  f"(node '{problem.name}')", model=model, node=node.name,
+                                  op_type=node.op)
+        raise NeedsTensorFlow("the lookup table's contents are not found (no constant "
+                              "initializer and no checkpoint entry)", model=model,
+                              node=node.name, op_type=node.op)
+    name = node.name
+    key_type, value_type = node.attr["key_dtype"].type, node.attr["value_dtype"].type
+    node.op = "HashTableV2"
+    node.ClearField("attr")
+    node.attr["key_dtype"].type = key_type
+    node.attr["value_dtype"].type = value_type
+    node.attr["shared_name"].s = f"tf2ir_table_{name}".encode()
+    node.attr["use_node_name_sharing"].b = False
+    node.attr["container"].s = b""
+    kind, keys, values = source
+    for suffix, value in (("tf2ir_keys", keys), ("tf2ir_values", values)):
+        const = graph_def.node.add(name=f"{name}/{suffix}")
+        if kind == "const":
+            const.CopyFrom(value)
+            const.name = f"{name}/{suffix}"
+            del const.input[:]
+        else:
+            set_const(const, *bundle.tensor(value))
+    importer = graph_def.node.add(name=f"{name}/tf2ir_import", op="LookupTableImportV2",
+                                  input=[name, f"{name}/tf2ir_keys", f"{name}/tf2ir_values"])
+    importer.attr["Tin"].type = key_type
+    importer.attr["Tout"].type = value_type
+    for user in graph_def.node:
+        if user is not importer and any(r.split(":")[0] == name for r in user.input
+                                        if not r.startswith("^")):
+            user.input.append(f"^{importer.name}")
+
+
+def _rename_inputs(graph_def, inputs: Dict[str, str]) -> List[str]:
+    """Signature input Placeholders take the signature's input names (as frozen.py does,
+    keeping the graph's names when that would clash); the Placeholder names in order."""
+    placeholders = [t.split(":")[0] for t in inputs.values()]
+    renames = {old: new for old, new in zip(placeholders, inputs) if old != new}
+    taken = {node.name for node in graph_def.node}
+    clash = set(renames.values()) & (taken - set(renames))
+    if len(set(renames.values())) != len(renames) or clash:
+        renames = {}
+    if renames:
+        def ref(text: str) -> str:
+            control = text.startswith("^")
+            name, sep, port = text.lstrip("^").partition(":")
+            return ("^" if control else "") + renames.get(name, name) + (sep + port if sep else "")
+        for node in graph_def.node:
+            node.name = renames.get(node.name, node.name)
+            node.input[:] = [ref(i) for i in node.input]
+    return [renames.get(p, p) for p in placeholders]
+
+
+def _add_outputs(graph_def, sig, outputs: Dict[str, str], input_names: List[str],
+                 inputs: Dict[str, str]) -> List[str]:
+    renamed = dict(zip([t.split(":")[0] for t in inputs.values()], input_names))
+    taken = {node.name for node in graph_def.node}
+    result = []
+    for key, tensor in outputs.items():
+        source, _, port = tensor.partition(":")
+        source = f"{renamed.get(source, source)}:{port}"
+        if key in taken or not key:
+            result.append(source)
+            continue
+        node = graph_def.node.add(name=key, op="Identity", input=[source])
+        node.attr["T"].type = sig.outputs[key].dtype
+        taken.add(key)
+        result.append(f"{key}:0")
+    return result
