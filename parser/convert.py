@@ -39,6 +39,8 @@ class ConversionReport:
     # topological), and TF node → the plugin that mapped it.
     tensors: Dict[Tuple[str, int], Value] = field(default_factory=dict, repr=False)
     node_plugins: Dict[str, str] = field(default_factory=dict, repr=False)
+    # TF node → its IR attributes as auto mapping set them (IrOp.auto_attrs), for reports
+    attr_origins: Dict[str, Dict[str, tuple]] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -165,6 +167,7 @@ class Converter:
             self.values[(node.name, port)] = value
         self.report.plugins_used[reg.plugin] = self.report.plugins_used.get(reg.plugin, 0) + 1
         self.report.node_plugins[node.name] = reg.plugin
+        self.report.attr_origins[node.name] = irop.auto_attrs
 
     # -- problems ------------------------------------------------------------------------
     def _record(self, table: Dict[str, _Problem], node: TfNode, message: str,

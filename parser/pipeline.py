@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.graph import Graph
@@ -66,6 +66,9 @@ class Pipeline:
     def __init__(self, manager=None, options: Optional[Options] = None):
         self._manager = manager
         self.options = options or Options()
+        # tools/report.py sets a dict here to receive what the stages saw (the front, the
+        # converter, each function body's TF graph with its IR graph); None: nothing kept
+        self.trace: Optional[Dict[str, Any]] = None
         # Bad --fusion or --passes words fail here, before any work.
         fusion_manager(self.manager, self.options.fusion)
         if self.options.passes is not None:
@@ -113,6 +116,8 @@ class Pipeline:
         converter.report.tf_nodes = front.tf_nodes
         converter.report.fusions = front.fusions
         converter.report.phases["fusion"] = front.fusion_time
+        if self.trace is not None:   # kept even when the walk finds unsupported ops
+            self.trace.update(front=front, converter=converter)
         with tensor_limit(self.options.max_tensor_bytes):
             graph = converter.run(front.outputs, front.kept)
         graph.provenance.update(converter.report.node_plugins)   # errors after mapping name them
@@ -152,13 +157,17 @@ class Pipeline:
                                               max_tensor_bytes=self.options.max_tensor_bytes,
                                               fallback=self.options.fallback))
         graph, _ = body.map(front, arguments)
+        if self.trace is not None:
+            self.trace.setdefault("bodies", []).append((graph, tf_graph))
         return graph
 
-    def compile(self, graph: Graph, path: str, model: Optional[str] = None) -> None:
-        """Lower `graph` to ONNX and write it to `path` (checked, atomic)."""
+    def compile(self, graph: Graph, path: str, model: Optional[str] = None, manager=None):
+        """Lower `graph` to ONNX and write it to `path` (checked, atomic); return the
+        ModelProto (without its weights). `manager`: a pass manager to run instead of the
+        options' (tools/report.py records what each pass did)."""
         from tf2ir.ir.onnx.compile import compile_to_file
-        compile_to_file(graph, path, model_name=model, passes=self.options.passes,
-                        check_passes=self.options.check_passes)
+        return compile_to_file(graph, path, model_name=model, passes=self.options.passes,
+                               check_passes=self.options.check_passes, manager=manager)
 
     def _fallback(self, tf_graph: TfGraph, kept: List[str], tensors):
         """With `fallback` "tf", the unmapped nodes of `kept` cut into TFSubgraph segments."""

@@ -35,6 +35,9 @@ class IrOp:
         self.num_outputs: Optional[int] = None
         self.output_formats: Dict[int, tuple] = {}
         self.graph = graph
+        # attribute → ("mapped" | "appended", value) as auto mapping set it; an attribute
+        # not here, or whose value changed since, the parse function computed (for reports)
+        self.auto_attrs: Dict[str, tuple] = {}
 
     @property
     def prototype(self) -> Optional[OpPrototype]:
@@ -79,11 +82,13 @@ def auto_mapping(src: TfNode, op: IrOp) -> None:
             if src.attr_type(name) in ("type", "list_type"):
                 continue
             op.attrs[name] = value
+            op.auto_attrs[name] = ("appended", value)
             continue
         try:
             op.attrs[name] = check_attr_value(spec.type, value)
         except TypeError as exc:
             raise ConversionError(f"attribute '{name}' cannot map to {spec.type}: {exc}") from None
+        op.auto_attrs[name] = ("mapped", op.attrs[name])
 
 
 @dataclass

@@ -60,6 +60,7 @@ class Job:
     outputs: List[str] = field(default_factory=list)
     fusion: List[str] = field(default_factory=list)
     max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
+    report_html: Optional[str] = None         # --report-html: this model's HTML report
 
 
 @dataclass
@@ -95,6 +96,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--report", metavar="FILE.json", help="write a JSON report")
     parser.add_argument("--junit", metavar="FILE.xml",
                         help="write a JUnit XML file, one testcase per model")
+    parser.add_argument("--report-html", metavar="DIR",
+                        help="write an HTML report per model (as tf2ir report) and DIR/index.html "
+                             "with the batch table linking them")
     parser.add_argument("--verify", action="store_true",
                         help="after converting (or skipping) a model, run TensorFlow and "
                              "onnxruntime on seeded random inputs and compare, as tf2ir "
@@ -265,7 +269,8 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
             raise ConversionError("is not a regular file (a directory, FIFO or device)",
                                   model=job.model)
         fingerprint = _fingerprint(job, plugin_dirs)
-        if not force and os.path.exists(job.output) and _read_sidecar(sidecar) == fingerprint:
+        if not force and os.path.exists(job.output) and _read_sidecar(sidecar) == fingerprint \
+                and (not job.report_html or os.path.exists(job.report_html)):
             if verify:
                 _plugin_manager(tuple(plugin_dirs))   # its kernels run the model's plugin ops
                 mismatch = _verify(job)
@@ -278,9 +283,13 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
                           outputs=job.outputs or None, fusion=job.fusion or None,
                           max_tensor_bytes=job.max_tensor_bytes)
         pipeline = Pipeline(_plugin_manager(tuple(plugin_dirs)), options)
-        graph, _ = pipeline.convert_file(job.model)
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
-        pipeline.compile(graph, job.output, model=job.model)
+        if job.report_html:   # the page is written also when op types are unsupported
+            from tf2ir.tools.report import convert_with_report
+            convert_with_report(pipeline, job.model, job.output, job.report_html)
+        else:
+            graph, _ = pipeline.convert_file(job.model)
+            pipeline.compile(graph, job.output, model=job.model)
         _write_sidecar(sidecar, fingerprint)
         mismatch = _verify(job) if verify else ""
         return result("mismatch", mismatch, EXIT_MISMATCH) if mismatch else result("ok")
@@ -409,6 +418,7 @@ def _refuse_outputs(jobs: Sequence[Job], args) -> None:
         if identity is not None:
             by_key.setdefault(identity, path)
     outputs = [path for job in jobs for path in (job.output, job.output + SIDECAR_SUFFIX)]
+    outputs += [job.report_html for job in jobs if job.report_html]
     for output in outputs + [p for p in (args.report, args.junit) if p]:
         if os.path.isdir(os.path.dirname(os.path.abspath(output))):
             same = [by_key[k] for k in (os.path.realpath(output), _identity(output)) if k in by_key]
@@ -463,9 +473,15 @@ def run(args) -> int:
         if other != job.name:
             raise ConversionError(f"models {other!r} and {job.name!r} would both write {job.output}; "
                                   "name their outputs in a manifest", exit_code=EXIT_USAGE)
+    if args.report_html:
+        from tf2ir.tools.report import page_name
+        for job in jobs:
+            job.report_html = os.path.join(args.report_html, page_name(job.name))
     _refuse_outputs(jobs, args)
     for job in jobs:
         job.max_tensor_bytes = args.max_tensor_bytes
+    if args.report_html:
+        os.makedirs(args.report_html, exist_ok=True)
     if args.shard:
         jobs = shard_jobs(jobs, *parse_shard(args.shard))
     os.makedirs(args.out_dir, exist_ok=True)
@@ -485,6 +501,9 @@ def run(args) -> int:
         write_report(args.report, results, args, seconds)
     if args.junit:
         write_junit(args.junit, results, seconds)
+    if args.report_html:
+        from tf2ir.tools.report import write_index
+        write_index(args.report_html, [asdict(r) for r in results], jobs, seconds)
     if args.quiet:
         for r in results:
             if r.status in FAILURES:

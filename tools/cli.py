@@ -30,6 +30,11 @@ def _parser_class():
 
         def error(self, message: str):
             self.exit(2, f"tf2ir: error: {escape(message)}; for usage see '{self.prog} --help'\n")
+
+        def format_help(self) -> str:
+            if callable(self.epilog):   # made when shown: listing the passes loads their modules
+                self.epilog = self.epilog()
+            return super().format_help()
     return Parser
 
 
@@ -53,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert a TensorFlow model (a frozen GraphDef, .pb binary or .pbtxt text; "
                     "a SavedModel directory; a Keras .keras/.h5 file) into an ONNX model "
                     "(default) or into tf2ir's text IR with a weights file.",
-        epilog=passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=lambda: passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("model", help=MODEL_HELP)
     convert.add_argument("-o", "--output", required=True, help="output file (.onnx or .ir)")
     convert.add_argument("--emit", choices=("onnx", "ir"), default=None,
@@ -65,13 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--verify", action="store_true",
                          help="run TensorFlow and onnxruntime on random inputs and compare "
                               "(exit 4 on a mismatch; the output file is kept)")
+    from tf2ir.tools import report
+    report.add_report_option(convert)
     add_common(convert)
     add_model_source(convert)
 
     compile_ = sub.add_parser(
         "compile", help="compile a saved IR (.ir + .ir.weights) to ONNX",
         description="Verify a saved tf2ir IR file against the op prototypes and compile it to ONNX.",
-        epilog=passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=lambda: passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     compile_.add_argument("ir", help="IR text file written by `tf2ir convert --emit ir`")
     compile_.add_argument("-o", "--output", required=True, help="output .onnx file")
     add_pass_options(compile_)
@@ -102,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_parser(sub)
     from tf2ir.tools import check
     check.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 
@@ -125,6 +133,12 @@ def cmd_convert(args) -> int:
     # Never overwrite an input, a device or a directory (before any work).
     refuse_outputs([args.output, weights_path(args.output)] if emit == "ir" else [args.output],
                    args)
+    if args.report:
+        refuse_outputs([args.report], args)
+        if os.path.realpath(args.report) == os.path.realpath(args.output):
+            from tf2ir.ir.errors import ConversionError, ExitStatus
+            raise ConversionError("--report must not be the output file",
+                                  exit_code=ExitStatus.USAGE)
     from tf2ir.tools.progress import PhaseLine, wanted
     phases = {}
     with _timed(phases, "plugins"):
@@ -141,14 +155,21 @@ def _convert(args, emit, pipeline, progress) -> int:
 
     phases = {}
     progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
-    graph, report = pipeline.convert_file(args.model)
+    from tf2ir.tools.report import start_for_convert
+    builder = start_for_convert(args, pipeline)   # --report: None without it
+    graph, report = builder.convert() if builder else pipeline.convert_file(args.model)
+    if builder and builder.error:   # unsupported op types: the report shows them
+        builder.write_and_raise(args.report)
     progress.phase(f"{'saving' if emit == 'ir' else 'compiling'} {report.ir_nodes} IR nodes")
     with _timed(phases, "save" if emit == "ir" else "compile"):
         if emit == "ir":
             save(graph, args.output)
         else:
-            pipeline.compile(graph, args.output, model=args.model)
+            model = pipeline.compile(graph, args.output, model=args.model,
+                                     manager=builder and builder.pass_manager())
     progress.close()
+    if builder and emit == "onnx":
+        builder.after_compile(model, phases["compile"])
     for override in pipeline.manager.overrides_for(report.op_types):
         if not args.quiet:
             print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent, unless asked
@@ -158,10 +179,19 @@ def _convert(args, emit, pipeline, progress) -> int:
         log.info("fused    %s: %d match%s", name, count, "es" if count > 1 else "")
     log.info("%d TF nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.kept_nodes,
              report.ir_nodes, args.output)
+    status = ExitStatus.OK
     if getattr(args, "verify", False):
         from tf2ir.tools.verify import verify_after_convert
-        return verify_after_convert(args, report, graph, emit, progress)
-    return ExitStatus.OK
+        status = verify_after_convert(args, report, graph, emit, progress)
+    if builder:
+        # --emit ir: the report shows the ONNX graph the saved IR compiles to (compiled last:
+        # compiling rewrites the graph)
+        compiled = builder.compile() if emit == "ir" else None
+        if getattr(args, "verify", False):   # each node's error against TF, for the report
+            import onnx
+            builder.verify(onnx.load(args.output) if compiled is None else compiled)
+        builder.write(args.report)
+    return status
 
 
 def cmd_compile(args) -> int:
@@ -234,6 +264,11 @@ def cmd_check(args) -> int:
     return run(args)
 
 
+def cmd_report(args) -> int:
+    from tf2ir.tools.report import run
+    return run(args)
+
+
 def cmd_batch(args) -> int:
     from tf2ir.tools.batch import run
     return run(args)
@@ -246,7 +281,7 @@ def cmd_run(args) -> int:
 
 COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
             "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify,
-            "check": cmd_check, "run": cmd_run}
+            "check": cmd_check, "run": cmd_run, "report": cmd_report}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
