@@ -106,9 +106,9 @@ def write_model(model: onnx.ModelProto, initializers: List[Initializer], path: s
     total = sum(a.nbytes for _, a in blobs)
     if total + model.ByteSize() <= PROTOBUF_LIMIT - (1 << 20):
         with atomic_output(path) as tmp:
-            _write_inline(model, blobs, tmp)
+            offsets = _write_inline(model, blobs, tmp)
             if check:
-                _check_written(model, tmp, locate, lambda m, p: _write_inline(m, blobs, p))
+                _check_inline(model, blobs, offsets, tmp, locate)
         return
     data_path = path + ".data"
     with atomic_outputs([data_path, path]) as (tmp_data, tmp):
@@ -126,13 +126,18 @@ def _write_proto(model: onnx.ModelProto, path: str) -> None:
         f.write(model.SerializeToString())
 
 
+def _unknown_outputs(model: onnx.ModelProto) -> List[int]:
+    """The graph outputs of unknown rank: onnx.checker wants a shape for every graph output,
+    while such an output has none (and onnxruntime runs it)."""
+    return [i for i, v in enumerate(model.graph.output)
+            if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+
+
 def _check_written(model: onnx.ModelProto, path: str, locate: Optional[Locate],
                    write: Callable[[onnx.ModelProto, str], None]) -> None:
-    """Check the model written at `path`. onnx.checker wants a shape for every graph output,
-    while an output of unknown rank has none (and onnxruntime runs it): such a model is
-    checked as a variant without those outputs, written beside it only to be checked."""
-    unknown = [i for i, v in enumerate(model.graph.output)
-               if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+    """Check the model written at `path`; one with outputs of unknown rank is checked as a
+    variant without those outputs, written beside it only to be checked."""
+    unknown = _unknown_outputs(model)
     if not unknown:
         check_file(path, locate)
         return
@@ -143,6 +148,38 @@ def _check_written(model: onnx.ModelProto, path: str, locate: Optional[Locate],
     with scratch_file(path) as scratch:
         write(variant, scratch)
         check_file(scratch, locate)
+
+
+def _check_inline(model: onnx.ModelProto, blobs: List[Initializer], offsets: List[int],
+                  path: str, locate: Optional[Locate]) -> None:
+    """Check the model just written at `path` without parsing its weights a second time:
+    onnx.checker reads the whole file into one ModelProto (about twice the model in
+    memory), so it checks a copy of the graph, written beside it, whose large initializers
+    are external data pointing at their raw bytes inside `path` (the policy above 2 GB:
+    small ones, which shape inference reads, stay inline)."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    for index in reversed(_unknown_outputs(probe)):
+        del probe.graph.output[index]
+    location = os.path.basename(path)
+    for (name, array), offset in zip(blobs, offsets):
+        if array.nbytes < EXTERNAL_MIN_BYTES:
+            probe.graph.initializer.append(tensor_proto(name, array))
+        else:
+            probe.graph.initializer.append(_external_tensor(name, array, location, offset))
+    with scratch_file(path) as scratch:
+        _write_proto(probe, scratch)
+        check_file(scratch, locate)
+
+
+def _external_tensor(name: str, array: np.ndarray, location: str, offset: int) -> onnx.TensorProto:
+    tensor = _tensor_header(name, array)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", str(offset)),
+                       ("length", str(array.nbytes))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return tensor
 
 
 # Where onnx.checker's messages name a node, a value or a tensor.
@@ -182,7 +219,9 @@ def check_file(path: str, locate: Optional[Locate] = None) -> None:
                               plugin=where.get("plugin")) from None
 
 
-def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: str) -> None:
+def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: str) -> List[int]:
+    """Write the model with `blobs` as initializers; return where each blob's raw bytes
+    start in the file."""
     pieces = []
     for name, array in blobs:
         header = _tensor_header(name, array).SerializeToString()
@@ -195,13 +234,16 @@ def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: st
     shell = onnx.ModelProto()
     shell.CopyFrom(model)
     shell.ClearField("graph")
+    offsets = []
     with open(tmp_path, "wb") as f:
         f.write(shell.SerializeToString())
         f.write(_GRAPH_FIELD + _varint(graph_len))
         f.write(graph_bytes)
         for prefix, raw in pieces:
             f.write(prefix)
+            offsets.append(f.tell())
             f.write(raw)
+    return offsets
 
 
 def _write_external(model: onnx.ModelProto, blobs: List[Initializer], data_path: str,
@@ -213,19 +255,13 @@ def _write_external(model: onnx.ModelProto, blobs: List[Initializer], data_path:
                 # small tensors (shapes, axes) stay in the model: shape inference reads them
                 model.graph.initializer.append(tensor_proto(name, array))
                 continue
-            tensor = _tensor_header(name, array)
             raw = _raw(array)
             pad = -offset % 4096
             data.write(b"\0" * pad)
             offset += pad
             data.write(raw)
-            tensor.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", location), ("offset", str(offset)),
-                               ("length", str(raw.nbytes))):
-                entry = tensor.external_data.add()
-                entry.key, entry.value = key, value
+            model.graph.initializer.append(_external_tensor(name, array, location, offset))
             offset += raw.nbytes
-            model.graph.initializer.append(tensor)
     with open(model_path, "wb") as f:
         f.write(model.SerializeToString())
 
