@@ -215,6 +215,7 @@ def _upstream(nodes, roots: List[str]) -> Set[str]:
 def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
     """Table `node` as a HashTableV2 initialised from constants (see parser/tables.py)."""
     from tf2ir.parser.resources import set_const
+    from tf2ir.parser.tables import write_const_table
     source = sources.tables.get(node.name)
     if source is None:
         problem = sources.table_problems.get(node.name)
@@ -225,32 +226,18 @@ def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
         raise NeedsTensorFlow("the lookup table's contents are not found (no constant "
                               "initializer and no checkpoint entry)", model=model,
                               node=node.name, op_type=node.op)
-    name = node.name
-    key_type, value_type = node.attr["key_dtype"].type, node.attr["value_dtype"].type
-    node.op = "HashTableV2"
-    node.ClearField("attr")
-    node.attr["key_dtype"].type = key_type
-    node.attr["value_dtype"].type = value_type
-    node.attr["shared_name"].s = f"tf2ir_table_{name}".encode()
-    node.attr["use_node_name_sharing"].b = False
-    node.attr["container"].s = b""
     kind, keys, values = source
-    for suffix, value in (("tf2ir_keys", keys), ("tf2ir_values", values)):
-        const = graph_def.node.add(name=f"{name}/{suffix}")
-        if kind == "const":
+
+    def fill(const, value):
+        if kind == "const":   # the initializer's own Const node, under the table's name
+            name = const.name
             const.CopyFrom(value)
-            const.name = f"{name}/{suffix}"
+            const.name = name
             del const.input[:]
         else:
             set_const(const, *bundle.tensor(value))
-    importer = graph_def.node.add(name=f"{name}/tf2ir_import", op="LookupTableImportV2",
-                                  input=[name, f"{name}/tf2ir_keys", f"{name}/tf2ir_values"])
-    importer.attr["Tin"].type = key_type
-    importer.attr["Tout"].type = value_type
-    for user in graph_def.node:
-        if user is not importer and any(r.split(":")[0] == name for r in user.input
-                                        if not r.startswith("^")):
-            user.input.append(f"^{importer.name}")
+    write_const_table(graph_def, node, node.attr["key_dtype"].type,
+                      node.attr["value_dtype"].type, (keys, values), fill)
 
 
 def _rename_inputs(graph_def, inputs: Dict[str, str]) -> List[str]:

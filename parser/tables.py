@@ -83,8 +83,21 @@ def restore_tables(concrete, graph_def) -> List[str]:
 
 
 def _write_table(graph_def, node, keys, values) -> None:
+    def fill(const, tensor):
+        const.op = "Const"
+        const.attr["dtype"].type = tensor.dtype.as_datatype_enum
+        const.attr["value"].tensor.ParseFromString(
+            _tensor_proto(tensor).SerializeToString())   # TF's and TensorBoard's protos differ
+    write_const_table(graph_def, node, keys.dtype.as_datatype_enum,
+                      values.dtype.as_datatype_enum, (keys, values), fill)
+
+
+def write_const_table(graph_def, node, key_type: int, value_type: int, contents, fill) -> None:
+    """Turn table `node` of `graph_def` into a TF1 HashTableV2 initialised from two
+    constants, `<name>/tf2ir_keys` and `<name>/tf2ir_values`, which `fill(const_node, item)`
+    writes from the two items of `contents`; the table's users wait for the import by a
+    control edge. (Also the native SavedModel reader's, parser/saved_model.py.)"""
     name = node.name
-    key_type, value_type = keys.dtype.as_datatype_enum, values.dtype.as_datatype_enum
     node.op = "HashTableV2"
     node.ClearField("attr")
     node.attr["key_dtype"].type = key_type
@@ -92,11 +105,8 @@ def _write_table(graph_def, node, keys, values) -> None:
     node.attr["shared_name"].s = f"tf2ir_table_{name}".encode()
     node.attr["use_node_name_sharing"].b = False
     node.attr["container"].s = b""
-    for suffix, tensor in (("tf2ir_keys", keys), ("tf2ir_values", values)):
-        const = graph_def.node.add(name=f"{name}/{suffix}", op="Const")
-        const.attr["dtype"].type = tensor.dtype.as_datatype_enum
-        const.attr["value"].tensor.ParseFromString(
-            _tensor_proto(tensor).SerializeToString())   # TF's and TensorBoard's protos differ
+    for suffix, item in zip(("tf2ir_keys", "tf2ir_values"), contents):
+        fill(graph_def.node.add(name=f"{name}/{suffix}"), item)
     importer = graph_def.node.add(name=f"{name}/tf2ir_import", op="LookupTableImportV2",
                                   input=[name, f"{name}/tf2ir_keys", f"{name}/tf2ir_values"])
     importer.attr["Tin"].type = key_type
