@@ -256,10 +256,9 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
     """Run TF and onnxruntime on the same seeded inputs; every converted TF tensor that
     still exists in the ONNX model compared (tools/verify.py's candidates, in chunks of one
     debug run each). Returns (0 or 4, {"outputs": rows, "nodes": {name: error}, "first"})."""
-    from onnx import helper
     from tf2ir.tools.verify import (
-        DEBUG_CHUNK, EXIT_MISMATCH, EXIT_OK, VerifyOptions, _onnx_types, _run_onnx, _run_tf,
-        _tf_graph, _tf_tensor_name, compare, debug_candidates, make_inputs,
+        EXIT_MISMATCH, EXIT_OK, VerifyOptions, _run_onnx, _run_tf, _tf_graph, _tf_tensor_name,
+        compare, make_inputs, tensor_comparisons,
     )
     options = options or VerifyOptions()
     feeds = make_inputs(onnx_model, options)
@@ -273,31 +272,17 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
                      "rel": _finite(r.max_rel), "ok": r.ok, "note": r.note} for r in rows],
         "rtol": options.rtol, "atol": options.atol, "seed": options.seed,
         "nodes": {}, "first": None}
-    candidates = debug_candidates(onnx_model, tf_graph, report, graph)
-    types = _onnx_types(onnx_model)
-    for start in range(0, len(candidates), DEBUG_CHUNK):
-        chunk = candidates[start:start + DEBUG_CHUNK]
-        debug = type(onnx_model)()
-        debug.CopyFrom(onnx_model)
-        existing = {o.name for o in debug.graph.output}
-        for _, _, name, elem in chunk:
-            if name not in existing:
-                debug.graph.output.append(helper.make_tensor_value_info(
-                    name, types.get(name) or elem, None))
-        try:
-            got = _run_onnx(debug, feeds, [name for _, _, name, _ in chunk])
-            want = _run_tf(tf_graph, feeds, [f"{node}:{port}" for node, port, _, _ in chunk])
-        except Exception as exc:   # best effort, as in verify: the outputs are compared
-            result["note"] = f"per-node errors incomplete: {type(exc).__name__}: {exc}"
-            break
-        for (node, port, name, _), a, e in zip(chunk, got, want):
-            row = compare(name, a, e, options.rtol, options.atol)
+    try:
+        for node, _, row in tensor_comparisons(onnx_model, tf_graph, feeds, report, options,
+                                               graph):
             old = result["nodes"].get(node)
             entry = {"abs": _finite(row.max_abs), "rel": _finite(row.max_rel), "ok": row.ok}
             if old is None or entry["rel"] > old["rel"]:
                 result["nodes"][node] = entry
             if not row.ok and result["first"] is None:
                 result["first"] = node
+    except Exception as exc:   # best effort, as in verify: the outputs are compared
+        result["note"] = f"per-node errors incomplete: {type(exc).__name__}: {exc}"
     ok = all(r.ok for r in rows)
     return (EXIT_OK if ok else EXIT_MISMATCH), result
 

@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
@@ -314,14 +314,11 @@ def debug_candidates(model, tf_graph, report, graph=None) -> List[Tuple[str, int
     return candidates
 
 
-def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, graph=None,
-                     progress=None) -> str:
-    """One line naming the first TF node (topological order) whose converted tensor differs.
-
-    A diverged tensor can feed a node that hides the error (a saturating op, an argmax), so
-    divergence is not monotone along the order and a bisection could miss the first one;
-    instead the candidates are scanned in chunks, each chunk one debug run of both sides,
-    stopping at the first chunk with a divergence (small models take one run)."""
+def tensor_comparisons(model, tf_graph, feeds, report, options: VerifyOptions, graph=None,
+                       progress=None) -> Iterator[Tuple[str, int, Comparison]]:
+    """(TF node, port, comparison) of every converted TF tensor (`debug_candidates`), in
+    topological order: the candidates in chunks, each chunk one debug run of both sides
+    (a failing run raises)."""
     from onnx import helper
     candidates = debug_candidates(model, tf_graph, report, graph)
     types = _onnx_types(model)
@@ -336,21 +333,34 @@ def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, gra
             if name not in existing:
                 elem = types.get(name) or ir_elem
                 debug.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-        names = [name for _, _, name, _ in chunk]
-        try:
-            actual = _run_onnx(debug, feeds, names)
-            expected = _run_tf(tf_graph, feeds, [f"{node}:{port}" for node, port, _, _ in chunk])
-        except Exception as exc:   # a debug run is best effort; the table was printed
-            return f"first divergence: not found (debug run failed: {type(exc).__name__}: {exc})"
+        actual = _run_onnx(debug, feeds, [name for _, _, name, _ in chunk])
+        expected = _run_tf(tf_graph, feeds, [f"{node}:{port}" for node, port, _, _ in chunk])
         for (node, port, name, _), a, e in zip(chunk, actual, expected):
-            row = compare(name, a, e, options.rtol, options.atol)
+            yield node, port, compare(name, a, e, options.rtol, options.atol)
+
+
+def first_divergence(model, tf_graph, feeds, report, options: VerifyOptions, graph=None,
+                     progress=None) -> str:
+    """One line naming the first TF node (topological order) whose converted tensor differs.
+
+    A diverged tensor can feed a node that hides the error (a saturating op, an argmax), so
+    divergence is not monotone along the order and a bisection could miss the first one;
+    instead the candidates are scanned in chunks (`tensor_comparisons`), stopping at the
+    first chunk with a divergence (small models take one run)."""
+    count = 0
+    try:
+        for node, port, row in tensor_comparisons(model, tf_graph, feeds, report, options,
+                                                  graph, progress):
+            count += 1
             if not row.ok:
                 op_type = tf_graph.get_operation_by_name(node).type
                 plugin = report.node_plugins.get(node, "(none)")
                 detail = row.note or f"max abs err {row.max_abs:.3e}, max rel err {row.max_rel:.3e}"
                 return (f"first divergence: node '{node}' (op {op_type}, plugin {plugin}) "
                         f"tensor {node}:{port}: {detail}")
-    return (f"first divergence: not found among {len(candidates)} intermediate tensors "
+    except Exception as exc:   # a debug run is best effort; the table was printed
+        return f"first divergence: not found (debug run failed: {type(exc).__name__}: {exc})"
+    return (f"first divergence: not found among {count} intermediate tensors "
             "(the difference appears only at the outputs)")
 
 
