@@ -12,11 +12,17 @@ graph).
     python -m tf2ir.tools.bench --generate 100000 --no-latency  # a generated 100,000-node graph
     python -m tf2ir.tools.bench --generate chain:20000 --generate wide:200000 --no-latency
 
-Models named by keras.applications name are frozen once (weights=None) into --model-dir.
-If tf2onnx is importable (e.g. PYTHONPATH=/tmp/t2o-site), it converts the same frozen graphs
-in the same run (--no-peer to skip). Latency: the median of --runs runs after warm-up, the
-models' runs interleaved, with intra_op_num_threads=1 and with all threads; the tf2ir/tf2onnx
-ratio per model and their geometric mean. TensorFlow is imported in a child process only.
+Models named by keras.applications name are frozen once (weights=None) into --model-dir;
+so are the transformers of tools/bench_models.py (BertEncoder, GPTDecoder, BertBaseLayer2).
+The peers are optional, each used when importable (e.g. PYTHONPATH=/tmp/t2o-site:/tmp/ov-site:
+/tmp/onnxsim-site) and skipped with a note otherwise (--no-peer skips them all):
+tf2onnx converts the same frozen graphs in the same run; OpenVINO converts them too (its
+conversion time and peak memory) and its runtime's latency on its own model is context;
+onnx-simplifier (the yardstick) says how many nodes it would still remove from tf2ir's model.
+Latency: the median of --runs runs after warm-up, the ONNX models' runs interleaved, with
+intra_op_num_threads=1 and with all threads; the tf2ir/tf2onnx and tf2ir/TF ratios per model
+and their geometric means. TensorFlow and the peers run in child processes only.
+--markdown FILE writes the tables in the README's form.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -32,6 +37,9 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 
+# geometric_mean and the tables are part of this module's interface too
+from tf2ir.tools.bench_tables import (conversion_table, geometric_mean, latency_table,  # noqa: F401
+                                     render_text, write_markdown)
 from tf2ir.tools.measure import Measure, run_measured
 from typing import Dict, List, Optional, Tuple
 
@@ -44,11 +52,14 @@ class Row:
     ir_nodes: int
     onnx_nodes: int
     tf2ir: Measure
-    peer: Optional[Measure] = None
-    # latency in ms: {"tf2ir": {"1": ms, "all": ms}, "tf2onnx": {...}, "tf": {...}}
+    peer: Optional[Measure] = None        # tf2onnx's conversion
+    openvino: Optional[Measure] = None    # OpenVINO's conversion (convert_model + save_model)
+    # latency in ms: {"tf2ir": {"1": ms, "all": ms}, "tf2onnx": {...}, "tf": {...},
+    # "openvino": {...}}
     latency: Dict[str, Dict[str, float]] = field(default_factory=dict)
     max_error: Optional[float] = None     # tf2ir's output against TensorFlow's
     checker_s: Optional[float] = None     # onnx.checker's full check of the written model
+    sim_removes: Optional[int] = None     # nodes onnx-simplifier still removes from tf2ir's
 
 
 def best_of(cmd: List[str], repeat: int) -> Measure:
@@ -59,15 +70,39 @@ def best_of(cmd: List[str], repeat: int) -> Measure:
     return Measure(statistics.median(r.seconds for r in runs), max(r.peak_mb for r in runs), True)
 
 
+# what to feed a model: a float image batch unless its JSON (tools/bench_models.py) says
+DEFAULT_FEED = {"input": "input:0", "shape": None, "dtype": "float32", "high": 1}
+
+
 def ensure_frozen(name: str, model_dir: str) -> Tuple[str, List[str]]:
-    """A path to a frozen .pb for a keras.applications name (built once) or a given file."""
+    """A path to a frozen .pb for a keras.applications or bench_models name (built once)
+    or a given file, and its output tensor names (none known for a given file without a
+    JSON beside it)."""
+    from tf2ir.tools.bench_models import MODELS
     if os.path.exists(name):
-        return name, []
+        return name, feed_spec(name).get("outputs", [])
     path = os.path.join(model_dir, f"{name}.pb")
     if not os.path.exists(path):
-        subprocess.run([sys.executable, "-m", "tf2ir.tools.models", name, "-o", model_dir],
+        module = "tf2ir.tools.bench_models" if name in MODELS else "tf2ir.tools.models"
+        subprocess.run([sys.executable, "-m", module, name, "-o", model_dir],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return path, ["Identity:0"]
+    return path, feed_spec(path).get("outputs", ["Identity:0"])
+
+
+def feed_spec(pb: str) -> Dict:
+    """The JSON beside `pb` (input, outputs, shape, dtype, high), or {}."""
+    sidecar = os.path.splitext(pb)[0] + ".json"
+    if not os.path.exists(sidecar):
+        return {}
+    with open(sidecar) as f:
+        return json.load(f)
+
+
+def peer_available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 _COUNT_SCRIPT = """
@@ -97,9 +132,55 @@ def node_counts(pb: str, onnx_path: str) -> Tuple[int, int, int, float]:
     return tf_nodes, ir_nodes, onnx_nodes, checker_s
 
 
-def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool,
+_OPENVINO_CONVERT_SCRIPT = """
+import sys
+import openvino as ov
+pb, out = sys.argv[1:]
+ov.save_model(ov.convert_model(pb), out)
+"""
+
+_SIMPLIFY_SCRIPT = """
+import sys
+import onnx, onnxsim
+model = onnx.load(sys.argv[1])
+simplified, ok = onnxsim.simplify(model)
+print(len(model.graph.node) - len(simplified.graph.node) if ok else -1)
+"""
+
+
+def simplifier_removes(onnx_path: str) -> Optional[int]:
+    """How many nodes onnx-simplifier removes from the model (in a child), or None."""
+    result = subprocess.run([sys.executable, "-c", _SIMPLIFY_SCRIPT, onnx_path],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"onnxsim: failed: {result.stderr.strip()[-200:]}", file=sys.stderr)
+        return None
+    removed = int(result.stdout.strip().splitlines()[-1])
+    return removed if removed >= 0 else None
+
+
+@dataclass
+class Peers:
+    """Which optional peers this run uses."""
+    tf2onnx: bool = False
+    openvino: bool = False
+    onnxsim: bool = False
+
+    @classmethod
+    def find(cls, wanted: bool = True) -> "Peers":
+        peers = cls(*(wanted and peer_available(m) for m in ("tf2onnx", "openvino", "onnxsim")))
+        for name, there in asdict(peers).items():
+            if wanted and not there:
+                print(f"note: {name} is not importable: its columns are left empty",
+                      file=sys.stderr)
+        return peers
+
+
+def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer,
                 passes: List[str], runs: int = 0) -> Row:
+    peers = peer if isinstance(peer, Peers) else Peers(tf2onnx=bool(peer))
     pb, outputs = ensure_frozen(name, model_dir)
+    feed = {**DEFAULT_FEED, **feed_spec(pb)}
     label = os.path.splitext(os.path.basename(pb))[0]
     out = os.path.join(out_dir, f"{label}.onnx")
     switches = [f"--passes={p}" for p in passes]
@@ -109,15 +190,24 @@ def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer: bool
     row = Row(label, os.path.getsize(pb) / 1e6, tf_nodes, ir_nodes, onnx_nodes, ours,
               checker_s=checker_s)
     peer_out = os.path.join(out_dir, f"{label}.tf2onnx.onnx")
-    if peer and outputs:
+    if peers.tf2onnx and outputs:
         row.peer = best_of([sys.executable, "-m", "tf2onnx.convert", "--graphdef", pb,
-                            "--inputs", "input:0", "--outputs", ",".join(outputs),
+                            "--inputs", feed["input"], "--outputs", ",".join(outputs),
                             "--opset", "18", "--output", peer_out], 1)
+    ov_out = os.path.join(out_dir, f"{label}.openvino.xml")
+    if peers.openvino and outputs:
+        row.openvino = best_of([sys.executable, "-c", _OPENVINO_CONVERT_SCRIPT, pb, ov_out], 1)
+    if peers.onnxsim and ours.ok:
+        row.sim_removes = simplifier_removes(out)
     if runs and ours.ok:
         models = {"tf2ir": out}
         if row.peer is not None and row.peer.ok:
             models["tf2onnx"] = peer_out
-        row.latency, row.max_error = measure_latency(models, pb, outputs, out_dir, runs)
+        row.latency, row.max_error = measure_latency(models, pb, outputs, out_dir, runs, feed)
+        if row.openvino is not None and row.openvino.ok:
+            openvino = openvino_latency(ov_out, out_dir, runs)
+            if openvino:
+                row.latency["openvino"] = openvino
     return row
 
 
@@ -140,9 +230,13 @@ for threads in (1, 0):
                 raise
             print(f"latency: {label}: {str(exc)[:200]}", file=sys.stderr)
     if x is None:   # unknown dims: batch 1, 224 elsewhere (an image's height and width)
-        dims = sessions["tf2ir"].get_inputs()[0].shape
+        dims = spec["feed"]["shape"] or sessions["tf2ir"].get_inputs()[0].shape
         shape = [d if isinstance(d, int) else 1 if i == 0 else 224 for i, d in enumerate(dims)]
-        x = np.random.RandomState(0).uniform(0, 1, shape).astype(np.float32)
+        rng = np.random.RandomState(0)
+        if spec["feed"]["dtype"].startswith("float"):
+            x = rng.uniform(0, spec["feed"]["high"], shape).astype(spec["feed"]["dtype"])
+        else:
+            x = rng.randint(0, spec["feed"]["high"], shape).astype(spec["feed"]["dtype"])
         np.save(spec["input"], x)
     feeds = {label: {s.get_inputs()[0].name: x} for label, s in sessions.items()}
     times = {label: [] for label in sessions}
@@ -193,8 +287,46 @@ print(json.dumps(result))
 """
 
 
+_OPENVINO_LATENCY_SCRIPT = """
+import json, statistics, sys, time
+import numpy as np
+import openvino as ov
+spec = json.loads(sys.argv[1])
+x = np.load(spec["input"])
+core = ov.Core()
+model = core.read_model(spec["model"])
+model.reshape({model.inputs[0].get_any_name(): list(x.shape)})
+result = {}
+for threads in (1, 0):
+    config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+    request = core.compile_model(model, "CPU", config).create_infer_request()
+    for _ in range(3):
+        request.infer([x])
+    times = []
+    for _ in range(spec["runs"]):
+        start = time.perf_counter()
+        request.infer([x])
+        times.append(time.perf_counter() - start)
+    result["1" if threads == 1 else "all"] = 1000 * statistics.median(times)
+print(json.dumps(result))
+"""
+
+
+def openvino_latency(model_xml: str, out_dir: str, runs: int) -> Dict[str, float]:
+    """OpenVINO's CPU latency (ms) on the model it converted, on the input the onnxruntime
+    child saved; context beside tf2ir's, not interleaved with it."""
+    spec = {"input": os.path.join(out_dir, "x.npy"), "model": model_xml, "runs": runs}
+    result = subprocess.run([sys.executable, "-c", _OPENVINO_LATENCY_SCRIPT, json.dumps(spec)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"latency: OpenVINO failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
+        return {}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir: str,
-                    runs: int) -> Tuple[Dict[str, Dict[str, float]], Optional[float]]:
+                    runs: int, feed: Optional[Dict] = None
+                    ) -> Tuple[Dict[str, Dict[str, float]], Optional[float]]:
     """Latency (ms) of each ONNX model in onnxruntime and of the frozen graph in TensorFlow
     on one random input (batch 1), each measured in a child process; and the largest
     difference between tf2ir's output and TensorFlow's. The onnxruntime child makes the
@@ -202,7 +334,8 @@ def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir
     does not inherit a large peak RSS."""
     import numpy as np
     x_path, ours_path, tf_path = (os.path.join(out_dir, f) for f in ("x.npy", "ours.npy", "tf.npy"))
-    spec = {"input": x_path, "models": models, "runs": runs, "output": ours_path}
+    feed = feed or DEFAULT_FEED
+    spec = {"input": x_path, "models": models, "runs": runs, "output": ours_path, "feed": feed}
     result = subprocess.run([sys.executable, "-c", _ORT_LATENCY_SCRIPT, json.dumps(spec)],
                             capture_output=True, text=True)
     if result.returncode != 0:
@@ -212,9 +345,9 @@ def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir
         if line.startswith("latency:"):
             print(line, file=sys.stderr)
     latency = json.loads(result.stdout.strip().splitlines()[-1])
-    if not outputs or importlib.util.find_spec("tensorflow") is None:
+    if not outputs or not peer_available("tensorflow"):
         return latency, None
-    spec = {"input": x_path, "pb": pb, "input_name": "input:0", "outputs": outputs,
+    spec = {"input": x_path, "pb": pb, "input_name": feed["input"], "outputs": outputs,
             "runs": runs, "output": tf_path}
     result = subprocess.run([sys.executable, "-c", _TF_LATENCY_SCRIPT, json.dumps(spec)],
                             capture_output=True, text=True)
@@ -225,35 +358,11 @@ def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir
     return latency, float(np.abs(np.load(ours_path) - np.load(tf_path)).max())
 
 
-def geometric_mean(values: List[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
-
-
 def print_latency_table(rows: List[Row]) -> None:
-    timed = [r for r in rows if r.latency]
-    if not timed:
-        return
-    print()
-    print(f"{'latency ms':<16} {'tf2ir 1t':>9} {'tf2onnx 1t':>10} {'ratio':>6} {'tf2ir all':>9} "
-          f"{'tf2onnx all':>11} {'ratio':>6} {'TF 1t':>8} {'TF all':>8} {'max|tf2ir-TF|':>14}")
-    ratios: Dict[str, List[float]] = {"1": [], "all": []}
-
-    def cell(value, width, fmt=".1f"):
-        return f"{value:>{width}{fmt}}" if value is not None else f"{'-':>{width}}"
-    for r in timed:
-        ours, peer, tf = (r.latency.get(k, {}) for k in ("tf2ir", "tf2onnx", "tf"))
-        line = f"{r.model:<16}"
-        for threads, widths in (("1", (9, 10)), ("all", (9, 11))):
-            ratio = ours[threads] / peer[threads] if threads in peer else None
-            if ratio is not None:
-                ratios[threads].append(ratio)
-            line += (f" {cell(ours.get(threads), widths[0])} {cell(peer.get(threads), widths[1])}"
-                     f" {cell(ratio, 6, '.3f')}")
-        line += f" {cell(tf.get('1'), 8)} {cell(tf.get('all'), 8)} {cell(r.max_error, 14, '.2e')}"
-        print(line)
-    if ratios["1"]:
-        print(f"{'geometric mean':<16} {'':>9} {'':>10} {geometric_mean(ratios['1']):>6.3f} "
-              f"{'':>9} {'':>11} {geometric_mean(ratios['all']):>6.3f}")
+    table = latency_table(rows)
+    if table is not None:
+        print()
+        print(render_text(table))
 
 
 def generate_ladder(path: str, nodes: int, width: int = 16, seed: int = 0) -> str:
@@ -354,30 +463,7 @@ def parse_generate(spec: str) -> Tuple[str, int]:
 
 
 def print_table(rows: List[Row]) -> None:
-    head = (f"{'model':<16} {'pb MB':>7} {'TF nodes':>8} {'IR nodes':>8} {'ONNX nodes':>10} "
-            f"{'convert s':>9} {'checker s':>9} {'peak MB':>8} {'peak/pb':>7}")
-    has_peer = any(r.peer for r in rows)
-    if has_peer:
-        head += f" {'tf2onnx s':>9} {'tf2onnx MB':>10} {'speed-up':>8}"
-    print(head)
-    for r in rows:
-        m = r.tf2ir
-        if not m.ok:
-            print(f"{r.model:<16} {r.pb_mb:>7.1f}  FAILED: {m.error}")
-            continue
-        line = (f"{r.model:<16} {r.pb_mb:>7.1f} {r.tf_nodes:>8} {r.ir_nodes:>8} {r.onnx_nodes:>10} "
-                f"{m.seconds:>9.2f} {r.checker_s or 0:>9.2f} {m.peak_mb:>8.0f} "
-                f"{m.peak_mb / r.pb_mb:>7.2f}")
-        if r.peer:
-            p = r.peer
-            line += (f" {p.seconds:>9.2f} {p.peak_mb:>10.0f} {p.seconds / m.seconds:>7.1f}x"
-                     if p.ok else f"  tf2onnx failed: {p.error[:60]}")
-        print(line)
-    speedups = [r.peer.seconds / r.tf2ir.seconds for r in rows
-                if r.tf2ir.ok and r.peer is not None and r.peer.ok]
-    if speedups:
-        print(f"conversion speed-up over tf2onnx, geometric mean of {len(speedups)}: "
-              f"{geometric_mean(speedups):.1f}x")
+    print(render_text(conversion_table(rows)))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -389,8 +475,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "tf2ir-models"),
                         help="cache of frozen models (default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per model; the median wall time")
-    parser.add_argument("--no-peer", action="store_true", help="do not run tf2onnx even if installed")
+    parser.add_argument("--no-peer", action="store_true",
+                        help="run no peer (tf2onnx, OpenVINO, onnx-simplifier) even if installed")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write the tables as markdown (README's benchmark section)")
     parser.add_argument("--runs", type=int, default=20,
                         help="latency: timed runs per model after warm-up (default: %(default)s)")
     parser.add_argument("--no-latency", action="store_true",
@@ -405,7 +494,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "repeatable")
     args = parser.parse_args(argv)
     os.makedirs(args.model_dir, exist_ok=True)
-    peer = not args.no_peer and importlib.util.find_spec("tf2onnx") is not None
+    peers = Peers.find(not args.no_peer)
     runs = 0 if args.no_latency else args.runs
     models = list(args.models)
     if not models and not args.generate:
@@ -423,9 +512,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for name in models:
             generated = name in generated_paths
             rows.append(bench_model(name, args.model_dir, out_dir, args.repeat,
-                                    peer and not generated, args.passes, 0 if generated else runs))
+                                    Peers() if generated else peers, args.passes,
+                                    0 if generated else runs))
     print_table(rows)
     print_latency_table(rows)
+    if args.markdown:
+        write_markdown(rows, args.markdown)
     if args.json:
         with open(args.json, "w") as f:
             json.dump([asdict(r) for r in rows], f, indent=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -21,8 +22,30 @@ from tf2ir.ir.verify import check_graph
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import TensorDesc, element_dtype, is_list_dtype
 
-OPSET = 18
+OPSET = 18          # the opset whose op versions the lowerings write
+MAX_OPSET = 20      # the newest opset a lowering may use an op of (Gelu)
 log = logging.getLogger("tf2ir")
+
+
+@functools.lru_cache(maxsize=None)
+def _since_version(op_type: str) -> int:
+    """The opset that introduced the version of `op_type` the lowerings write: its version
+    at OPSET, or for an op only a newer opset defines, its first version."""
+    for opset in (OPSET, MAX_OPSET):
+        try:
+            return onnx.defs.get_schema(op_type, opset, "").since_version
+        except onnx.defs.SchemaError:
+            continue
+    return OPSET
+
+
+def choose_opset(nodes) -> int:
+    """The lowest default-domain opset from OPSET up that holds every op of `nodes` (and of
+    their subgraphs) as written: OPSET unless an op is newer (Gelu makes it 20). Not lower
+    than OPSET: onnxruntime runs some ops it has no kernel for (Softplus, Elu, Softsign in
+    float64) through their ONNX function bodies, which need the opset the bodies use."""
+    versions = [_since_version(n.op_type) for n in _all_nodes(nodes) if n.domain in ("", "ai.onnx")]
+    return max(versions + [OPSET])
 
 
 def _make_value_info(name: str, dtype: str, shape) -> onnx.ValueInfoProto:
@@ -269,7 +292,7 @@ def check_after_pass(graph) -> None:
     assert isinstance(graph, LoweredGraph)
     known = set(graph.inputs) | set(graph.initializers)
     ctx = onnx.checker.DEFAULT_CONTEXT
-    ctx.opset_imports = {"": OPSET}
+    ctx.opset_imports = {"": choose_opset(graph.nodes)}
     ctx.ir_version = 9
     outer = set().union(*(subgraph_names(n) for n in graph.nodes if graph.has_subgraphs(n)))
     for node in graph.nodes:
@@ -290,11 +313,12 @@ def check_after_pass(graph) -> None:
 
 
 def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,
-                check_passes: bool = False):
+                check_passes: bool = False, manager: Optional[PassManager] = None):
     """Return (ModelProto without initializers, list of used initializers). The IR passes
     run on `graph` first (in place: PartitionedCall subgraphs inlined, constants folded),
-    then the lowering, then the ONNX passes; `passes` switches them."""
-    manager = pass_manager(passes, check_passes)
+    then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
+    them: tools/report.py gives one that records what each pass removed)."""
+    manager = manager if manager is not None else pass_manager(passes, check_passes)
     manager.run(graph, kind="ir")
     ctx = lower_graph(graph, model=model_name)
     optimize_lowered(ctx, graph, manager)
@@ -323,7 +347,7 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     _type_custom_outputs(onnx_graph, graph)
     domains = sorted({n.domain for n in _all_nodes(nodes) if n.domain and n.domain != "ai.onnx"})
     model = helper.make_model(onnx_graph, producer_name="tf2ir",
-                              opset_imports=[helper.make_opsetid("", OPSET)]
+                              opset_imports=[helper.make_opsetid("", choose_opset(nodes))]
                               + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
@@ -367,11 +391,11 @@ def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:
 
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
                     passes: Switches = None, check_passes: bool = False,
-                    check: bool = True) -> onnx.ModelProto:
+                    check: bool = True, manager: Optional[PassManager] = None) -> onnx.ModelProto:
     """Compile `graph` and write it to `path`: a unique temporary file, checked by
     onnx.checker (unless `check` is False), renamed over `path`; nothing is written when
     anything fails."""
-    model, initializers = build_model(graph, model_name, passes, check_passes)
+    model, initializers = build_model(graph, model_name, passes, check_passes, manager)
     try:
         write_model(model, initializers, path, check=check, locate=ir_locator(graph))
     except ConversionError as exc:

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+from tf2ir.ir.onnx.passes.activation import fuse_hard_activations
 from tf2ir.ir.onnx.passes.affine import fold_affine_into_weights
 from tf2ir.ir.onnx.passes.bfloat16 import compute_bfloat16_in_float32
+from tf2ir.ir.onnx.passes.concat import flatten_concats
 from tf2ir.ir.onnx.passes.cse import eliminate_common_subexpressions
 from tf2ir.ir.onnx.passes.dce import remove_dead_nodes
 from tf2ir.ir.onnx.passes.fold import fold_lowered_constants
 from tf2ir.ir.onnx.passes.identity import remove_identities
 from tf2ir.ir.onnx.passes.layout import sink_transposes
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph
-from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs
+from tf2ir.ir.onnx.passes.matmul import einsums_to_matmuls, merge_sibling_matmuls
+from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
+from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
+from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
@@ -24,15 +29,21 @@ def _onnx(name, run, description, after=(), repeat=False, before=()) -> PassReco
                       before=tuple(before))
 
 
+_REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
+             "pool_pad", "global_pool", "scale", "activation", "matmul_merge", "cse")
+
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
           "constant folding of ONNX nodes whose inputs are all constants (size-bounded)"),
     _onnx("reshape", simplify_reshapes,
           "run-time Reshape targets made constant; Reshape+unit-dim Transpose merged",
           after=("fold",)),
+    _onnx("einsum", einsums_to_matmuls,
+          "two-operand Einsums that are batched matrix products as Transpose/MatMul",
+          after=("fold",)),
     _onnx("layout", sink_transposes,
           "NHWC<->NCHW transposes pushed through layout-agnostic ops and cancelled",
-          after=("fold", "reshape")),
+          after=("fold", "reshape", "einsum")),
     _onnx("identity", remove_identities,
           "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",),
           repeat=True),
@@ -41,15 +52,33 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold", "layout", "identity")),
     _onnx("pad", fold_pads_into_convs, "zero Pads of spatial dims folded into Conv pads",
           after=("fold", "layout", "identity")),
+    _onnx("concat", flatten_concats,
+          "a Concat read only by a Concat of the same axis spliced into it",
+          after=("fold", "layout", "identity")),
+    _onnx("pool_pad", fold_pads_into_pools,
+          "zero Pads of non-negative tensors (after Relu) folded into MaxPool pads",
+          after=("fold", "layout", "identity", "pad")),
+    _onnx("global_pool", reduce_means_to_global_pools,
+          "ReduceMean/ReduceMax over every spatial axis as GlobalAveragePool/GlobalMaxPool",
+          after=("fold", "layout", "identity")),
+    _onnx("scale", sink_scales_into_weights,
+          "per-channel Muls no producer absorbs moved forward (through Add, positive-scale "
+          "Relu/MaxPool, pools, zero Pads) into the weights of the Conv/Gemm/MatMul reading them",
+          after=("affine", "pad", "pool_pad", "global_pool")),
+    _onnx("activation", fuse_hard_activations,
+          "x * HardSigmoid(x) as HardSwish; Clip(z, 0, 6) / 6 as HardSigmoid",
+          after=("fold", "layout", "identity", "affine")),
+    _onnx("matmul_merge", merge_sibling_matmuls,
+          "MatMuls sharing an input (attention's query/key/value), with their bias Adds, as "
+          "one MatMul and a Split", after=("affine", "identity", "scale")),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
-          after=("affine",), repeat=True),
+          after=("affine", "scale"), repeat=True),
     _onnx("bfloat16", compute_bfloat16_in_float32,
           "bfloat16 ops onnxruntime's CPU backend has no kernel for computed in float32 "
           "between Casts (off: for a runtime with those kernels)",
-          after=("fold", "reshape", "layout", "identity", "affine", "pad", "cse"), before=("dce",)),
-    _onnx("dce", remove_dead_nodes, "dead-code elimination",
-          after=("fold", "reshape", "layout", "identity", "affine", "pad", "cse")),
+          after=_REWRITES, before=("dce",)),
+    _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES),
 ]
 
 
@@ -61,7 +90,8 @@ def optimize_lowered(ctx, graph, manager: PassManager) -> Dict[str, int]:
         return {}
     ranks = {v.name: v.desc.rank for v in graph.values() if v.desc.rank is not None}
     dtypes = {v.name: v.desc.dtype for v in graph.values()}
+    shapes = {v.name: tuple(v.desc.shape) for v in graph.values() if v.desc.shape is not None}
     inputs = [v.name for v in graph.inputs] + list(ctx.input_defaults or ())
     lowered = LoweredGraph(ctx.nodes, ctx.initializers, inputs,
-                           [v.name for v in graph.outputs], ctx.fresh, ranks, dtypes)
+                           [v.name for v in graph.outputs], ctx.fresh, ranks, dtypes, shapes)
     return manager.run(lowered, kind="onnx")

@@ -4,7 +4,8 @@ after a Conv, Gemm or MatMul with constant weights go into its weights and bias.
 After constant folding and transpose sinking, a Keras batch norm (Rsqrt/Mul/Sub/Add of its
 statistics) and a BiasAdd are Conv -> Add(bias) -> Mul(scale) -> Add(shift) with constants
 per output channel: all three end up in the Conv's W and B. MatMul + Add becomes Gemm when
-the MatMul's input is known to be a matrix."""
+the MatMul's input is known to be a matrix; a MatMul's Add of zeros per column goes (its
+shape is the MatMul's)."""
 
 from __future__ import annotations
 
@@ -154,6 +155,8 @@ class _Folder:
             if m.op_type in ("Mul", "Div"):
                 s = s if m.op_type == "Mul" else np.reciprocal(s)
                 self.replace_const(node, 1, (w * s.reshape(1, -1)).astype(w.dtype), "weight_folded")
+            elif not np.any(s):        # + 0 of every column (an untrained bias)
+                pass
             elif g.rank(node.input[0]) == 2 and w.dtype in (np.float32, np.float64):   # a Gemm
                 node.op_type = "Gemm"
                 self.replace_const(node, 2, (s if m.op_type == "Add" else -s).astype(w.dtype),

@@ -76,7 +76,12 @@ FOLDERS: Dict[str, Callable] = {
     "Identity": _unary(lambda x: x), "Transpose": _transpose, "Reshape": _reshape,
     "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Concat": _concat, "Cast": _cast,
     "Gather": _gather,
+    "Equal": _binary(np.equal), "Less": _binary(np.less), "LessOrEqual": _binary(np.less_equal),
+    "Greater": _binary(np.greater), "GreaterOrEqual": _binary(np.greater_equal),
+    "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
+    "Xor": _binary(np.logical_xor), "Not": _unary(np.logical_not),
 }
+_TO_BOOL = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 
 
 def _reduce_variadic(fn, xs):
@@ -86,7 +91,7 @@ def _reduce_variadic(fn, xs):
     return out
 
 
-_BROADCASTING = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+_BROADCASTING = ("Add", "Sub", "Mul", "Div", "Max", "Min", "And", "Or", "Xor") + _TO_BOOL
 
 
 def _result_elements(node, arrays) -> Optional[int]:
@@ -126,7 +131,10 @@ def fold_lowered_constants(g: LoweredGraph) -> int:
                 result = np.asarray(fn(node, *arrays))
         except (ValueError, TypeError, IndexError, KeyError):
             continue
-        if result.dtype != arrays[0].dtype and node.op_type not in ("Cast", "Gather", "Concat"):
+        if node.op_type in _TO_BOOL:
+            if arrays[0].dtype != arrays[1].dtype or result.dtype != np.bool_:
+                continue
+        elif result.dtype != arrays[0].dtype and node.op_type not in ("Cast", "Gather", "Concat"):
             continue            # numpy promoted: not what ONNX computes
         if result.dtype == np.object_ or result.nbytes > max(FOLD_LIMIT_BYTES, sum(a.nbytes for a in arrays)):
             continue

@@ -1,6 +1,8 @@
 """Identity and no-op elimination on the lowered ONNX graph: Identity, Transpose with the
-identity permutation, Pad by zeros, and Add/Sub of 0 or Mul/Div by 1 (a size-1 constant
-that cannot change the shape) are removed, their consumers reading the input instead."""
+identity permutation, Pad by zeros, Add/Sub of 0, Mul/Div by 1, Or/Xor with false and And
+with true (a size-1 constant
+that cannot change the shape, or a larger one where the other operand's shape is known to
+hold it) are removed, their consumers reading the input instead."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import onnx
 
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, replace_uses
 
-_NEUTRAL = {"Add": (0, (0, 1)), "Sub": (0, (0,)), "Mul": (1, (0, 1)), "Div": (1, (0,))}
+_NEUTRAL = {"Add": (0, (0, 1)), "Sub": (0, (0,)), "Mul": (1, (0, 1)), "Div": (1, (0,)),
+            "Or": (False, (0, 1)), "And": (True, (0, 1)), "Xor": (False, (0, 1))}
 _CANDIDATES = {"Identity", "Transpose", "Pad", *_NEUTRAL}
 
 
@@ -32,12 +35,22 @@ def _aliased_input(g: LoweredGraph, node: onnx.NodeProto) -> Optional[str]:
         neutral, positions = _NEUTRAL[op]
         for pos in positions:
             x, c = node.input[pos], g.const(node.input[1 - pos])
-            if c is None or c.size != 1 or not np.all(c == neutral) or x in g.initializers:
+            if c is None or not np.all(c == neutral) or x in g.initializers:
                 continue
             rank = g.rank(x)
-            if c.ndim == 0 or (rank is not None and c.ndim <= rank):
+            if c.size == 1 and (c.ndim == 0 or (rank is not None and c.ndim <= rank)):
+                return x
+            if c.size > 1 and _covers(g.shapes.get(x), c.shape):
                 return x
     return None
+
+
+def _covers(shape, const_shape) -> bool:
+    """Whether a tensor of the known `shape` broadcast with `const_shape` keeps its shape."""
+    if shape is None or len(const_shape) > len(shape):
+        return False
+    tail = shape[len(shape) - len(const_shape):]
+    return all(c == 1 or d == c for d, c in zip(tail, const_shape))
 
 
 def remove_identities(g: LoweredGraph, only: Optional[Sequence[str]] = None) -> int:

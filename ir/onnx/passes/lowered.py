@@ -44,11 +44,13 @@ class LoweredGraph:
     """Nodes in topological order, initializers by name, and the names that must survive
     (graph inputs, outputs, names read inside subgraphs). `ranks` holds known ranks (from
     the IR values, the initializers and what passes learn), `dtypes` the IR dtypes of the
-    names that are IR values; `fresh` makes unique names."""
+    names that are IR values, `shapes` their IR shapes (a pass that changes what a name holds
+    gives it a new name, so these stay true); `fresh` makes unique names."""
 
     def __init__(self, nodes: List[onnx.NodeProto], initializers: Dict[str, np.ndarray],
                  inputs: Sequence[str], outputs: Sequence[str], fresh: Callable[[str], str],
-                 ranks: Optional[Dict[str, int]] = None, dtypes: Optional[Dict[str, str]] = None):
+                 ranks: Optional[Dict[str, int]] = None, dtypes: Optional[Dict[str, str]] = None,
+                 shapes: Optional[Dict[str, tuple]] = None):
         self.nodes = nodes
         self.initializers = initializers
         self.inputs = list(inputs)
@@ -57,6 +59,7 @@ class LoweredGraph:
         self._hints: Dict[str, int] = {}
         self.ranks: Dict[str, int] = dict(ranks or {})
         self.dtypes: Dict[str, str] = dict(dtypes or {})
+        self.shapes: Dict[str, tuple] = dict(shapes or {})   # IR values' (None: unknown dim)
         self.pinned: Set[str] = set(self.outputs)
         for node in nodes:
             if self.has_subgraphs(node):

@@ -53,6 +53,64 @@ def _swap_with_transpose(g: LoweredGraph, pad, users) -> None:
     users[middle] = [pad]
 
 
+_NON_NEGATIVE = {"Relu", "Sigmoid", "Softplus", "Abs", "Exp"}
+
+
+def _non_negative(g: LoweredGraph, producer) -> bool:
+    """Whether the output of `producer` is never negative (nor NaN from a non-NaN input)."""
+    if producer is None or producer.domain not in ("", "ai.onnx"):
+        return False
+    if producer.op_type in _NON_NEGATIVE:
+        return True
+    if producer.op_type == "Clip" and len(producer.input) > 1 and producer.input[1]:
+        low = g.const(producer.input[1])
+        return low is not None and low.size == 1 and float(low.reshape(-1)[0]) >= 0
+    return False
+
+
+def _fold_into_max_pool(g: LoweredGraph, pad, pool, producer) -> bool:
+    """A zero Pad of a non-negative tensor read by one MaxPool alone becomes the MaxPool's
+    pads: a MaxPool pads with -inf, which equals padding with 0 when every value is >= 0
+    and every window holds at least one real value (each pad smaller than the window)."""
+    extra = _spatial_pads(g, pad)
+    if extra is None or not _non_negative(g, producer) or pool.input[0] != pad.output[0] \
+            or attr_value(pool, "ceil_mode", 0) or len(pool.output) != 1 \
+            or attr_value(pool, "auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
+        return False
+    kernel = list(attr_value(pool, "kernel_shape", []))
+    dilations = list(attr_value(pool, "dilations", None) or [1] * len(kernel))
+    spatial = len(extra) // 2
+    pads = list(attr_value(pool, "pads", None) or [0] * (2 * spatial))
+    if len(kernel) != spatial or len(pads) != 2 * spatial:
+        return False
+    total = [a + b for a, b in zip(pads, extra)]
+    window = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    if any(p >= window[i % spatial] for i, p in enumerate(total)) or any(d != 1 for d in dilations):
+        return False
+    set_attr(pool, "pads", total)
+    set_attr(pool, "auto_pad", "NOTSET")
+    pool.input[0] = pad.input[0]
+    return True
+
+
+def fold_pads_into_pools(g: LoweredGraph) -> int:
+    """Fold zero Pads of non-negative tensors into the MaxPool reading them; return how many."""
+    pads_of = [n for n in g.nodes if n.op_type == "Pad" and n.domain in ("", "ai.onnx")]
+    if not pads_of:
+        return 0
+    users, producers = g.consumers(), g.producers()
+    dead = []
+    for pad in pads_of:
+        readers = users.get(pad.output[0], [])
+        if pad.output[0] in g.pinned or len(readers) != 1 or readers[0].op_type != "MaxPool" \
+                or readers[0].domain not in ("", "ai.onnx"):
+            continue
+        if _fold_into_max_pool(g, pad, readers[0], producers.get(pad.input[0])):
+            dead.append(id(pad))
+    g.keep_only(dead)
+    return len(dead)
+
+
 def fold_pads_into_convs(g: LoweredGraph) -> int:
     """Fold such Pads into their Convs; return how many Pads went."""
     pads_of = [n for n in g.nodes if n.op_type == "Pad" and n.domain in ("", "ai.onnx")]

@@ -68,3 +68,16 @@ def test_matmul_of_unknown_rank_keeps_its_add():
     g, count = check_pass(fold_affine_into_weights, nodes, inits, {"x": (F32, [None, 3, 4])},
                           {"y": (F32, [None, 3, 5])}, {"x": x})
     assert count == 0 and op_types(g) == ["MatMul", "Add"]
+
+
+def test_a_matmul_s_add_of_zeros_goes_at_any_rank():
+    # an untrained Dense: MatMul + BiasAdd(zeros) of a (batch, seq, features) input
+    inits = {"w": RNG.randn(4, 5).astype(F32), "zeros": np.zeros(5, F32),
+             "t": RNG.randn(5).astype(F32)}
+    nodes = [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "zeros"], ["y"]),
+             node("MatMul", ["x", "w"], ["m2"]), node("Add", ["m2", "t"], ["z"])]
+    x = RNG.randn(2, 3, 4).astype(F32)
+    g, count = check_pass(fold_affine_into_weights, nodes, inits, {"x": (F32, [None, 3, 4])},
+                          {"y": (F32, [None, 3, 5]), "z": (F32, [None, 3, 5])}, {"x": x},
+                          ranks={"m": 3, "m2": 3})
+    assert count == 1 and op_types(g) == ["MatMul", "MatMul", "Add"]

@@ -54,8 +54,10 @@ def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: D
     known = {n: len(s[1]) for n, s in list(inputs.items()) + list(outputs.items())
              if s[1] is not None}
     known.update(ranks or {})
+    shapes = {n: tuple(s[1]) for n, s in inputs.items() if s[1] is not None}
+    dtypes = {n: np.dtype(s[0]).name for n, s in inputs.items()}
     return LoweredGraph([_copy(n) for n in nodes], dict(inits), list(inputs), list(outputs),
-                        fresh, known)
+                        fresh, known, dtypes, shapes)
 
 
 def _copy(n: onnx.NodeProto) -> onnx.NodeProto:

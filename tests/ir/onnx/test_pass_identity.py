@@ -45,3 +45,30 @@ def test_an_identity_between_input_and_output_stays():
     g, count = check_pass(remove_identities, nodes, {}, {"x": (F32, [2])}, {"y": (F32, [2])},
                           {"x": np.ones(2, F32)})
     assert count == 0 and op_types(g) == ["Identity"]
+
+
+def test_neutral_vectors_go_where_the_shape_is_known_and_booleans_too():
+    # EfficientNet's Normalization of an untrained model: x - [0, 0, 0], / [1, 1, 1]
+    inits = {"zeros": np.zeros(3, F32), "ones": np.ones((1, 1, 3), F32),
+             "false": np.zeros(1, bool), "true": np.ones((), bool)}
+    nodes = [node("Sub", ["x", "zeros"], ["a"]), node("Relu", ["a"], ["y"]),
+             node("Div", ["x", "ones"], ["b"]), node("Relu", ["b"], ["y2"]),
+             node("Or", ["false", "m"], ["o"]), node("And", ["o", "true"], ["p"]),
+             node("Not", ["p"], ["z"])]
+    x = np.random.RandomState(0).randn(2, 4, 3).astype(F32)
+    m = np.random.RandomState(1).rand(2, 4, 3) > 0.5
+    g, count = check_pass(remove_identities, nodes, inits,
+                          {"x": (F32, [None, 4, 3]), "m": (bool, [2, 4, 3])},
+                          {"y": (F32, [None, 4, 3]), "y2": (F32, [None, 4, 3]),
+                           "z": (bool, [2, 4, 3])}, {"x": x, "m": m})
+    assert count == 4 and op_types(g) == ["Relu", "Relu", "Not"]
+
+
+def test_a_neutral_vector_that_would_broadcast_or_of_unknown_shape_stays():
+    inits = {"zeros": np.zeros(3, F32)}
+    nodes = [node("Add", ["x", "zeros"], ["y"]), node("Add", ["u", "zeros"], ["z"])]
+    g, count = check_pass(remove_identities, nodes, inits,
+                          {"x": (F32, [2, 1]), "u": (F32, [None, None])},
+                          {"y": (F32, [2, 3]), "z": (F32, [None, 3])},
+                          {"x": np.ones((2, 1), F32), "u": np.ones((2, 3), F32)})
+    assert count == 0

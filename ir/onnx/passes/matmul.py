@@ -1,0 +1,148 @@
+"""MatMul rewrites on the lowered ONNX graph.
+
+- Sibling MatMuls (attention's query, key and value projections) reading one input with
+  constant 2-D weights become one MatMul of the concatenated weights and a Split of its
+  last axis: one larger product instead of several.
+- A two-operand Einsum that is a batched matrix product (attention's scores and context:
+  'BTNH,BSNH->BNTS', 'BNTS,BSNH->BTNH') becomes Transposes around a MatMul, which
+  onnxruntime runs faster than its Einsum kernel and its transformer optimizer recognises.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import onnx
+
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
+
+_STANDARD = ("", "ai.onnx")
+
+
+def merge_sibling_matmuls(g: LoweredGraph) -> int:
+    """Merge MatMuls that share their first input and have constant 2-D weights of one
+    dtype; return how many MatMuls went."""
+    groups = defaultdict(list)
+    for node in g.nodes:
+        if node.op_type == "MatMul" and node.domain in _STANDARD and len(node.input) == 2 \
+                and node.input[0] != node.input[1]:
+            w = g.const(node.input[1])
+            if w is not None and w.ndim == 2 and g.const(node.input[0]) is None:
+                groups[(node.input[0], w.dtype.str, w.shape[0])].append(node)
+    removed = 0
+    replaced: Dict[int, List[onnx.NodeProto]] = {}
+    users = g.consumers() if groups else {}
+    for (x, _, _), nodes in groups.items():
+        if len(nodes) < 2:
+            continue
+        weights = [w for w in (g.const(n.input[1]) for n in nodes) if w is not None]
+        biases = [_bias_after(g, users, n, w) for n, w in zip(nodes, weights)]
+        with_bias = all(b is not None for b in biases)
+        merged = g.fresh(f"{nodes[0].output[0]}/merged")
+        sizes = g.add_initializer(np.array([w.shape[1] for w in weights], np.int64), "split_sizes")
+        chain = [g.make_node("MatMul", [x, g.add_initializer(np.concatenate(weights, axis=1),
+                                                             "weight_merged")], [merged])]
+        outputs = [n.output[0] for n in nodes]
+        if with_bias:
+            biased = g.fresh(f"{nodes[0].output[0]}/biased")
+            bias = g.add_initializer(np.concatenate([b[1] for b in biases]), "bias_merged")
+            chain.append(g.make_node("Add", [merged, bias], [biased]))
+            outputs = [add.output[0] for add, _ in biases]
+            for add, _ in biases:
+                replaced[id(add)] = []
+            merged = biased
+        chain.append(g.make_node("Split", [merged, sizes], outputs, axis=-1))
+        rank = g.rank(nodes[0].output[0])
+        if rank is not None:
+            g.ranks.update({n.output[0]: rank for n in chain[:-1]})
+        replaced[id(nodes[0])] = chain
+        for n in nodes[1:]:
+            replaced[id(n)] = []
+        removed += (len(nodes) - 1) * (2 if with_bias else 1)
+    if replaced:
+        g.nodes[:] = [m for n in g.nodes for m in replaced.get(id(n), [n])]
+        g.toposort()     # the Split's later outputs are read by nodes placed before it
+    return removed
+
+
+def _bias_after(g: LoweredGraph, users, matmul, w):
+    """(the Add, its bias as a vector) when `matmul`'s output is read by one Add alone
+    that adds a constant per output column; else None."""
+    y = matmul.output[0]
+    readers = users.get(y, [])
+    if y in g.pinned or len(readers) != 1 or readers[0].op_type != "Add" \
+            or readers[0].domain not in _STANDARD or len(readers[0].input) != 2:
+        return None
+    add = readers[0]
+    other = add.input[1] if add.input[0] == y else add.input[0]
+    c = g.const(other)
+    if c is None or other == y or c.dtype != w.dtype or c.ndim > 1 or c.size != w.shape[1]:
+        return None
+    return add, c.reshape(-1)
+
+
+def _batched_matmul(equation: str) -> Optional[Tuple[List[int], List[int], List[int]]]:
+    """For 'ab..,cd..->..' that is a batched matrix product with one free index per operand
+    and one contracted: the permutations of the two operands into [batch..., M, K] and
+    [batch..., K, N], and of the product [batch..., M, N] into the output; else None."""
+    if "->" not in equation or "..." in equation:
+        return None
+    ins, out = equation.replace(" ", "").split("->")
+    parts = ins.split(",")
+    if len(parts) != 2:
+        return None
+    a, b = parts
+    if any(len(set(t)) != len(t) for t in (a, b, out)):
+        return None          # a repeated index: a trace or a diagonal
+    batch = [c for c in out if c in a and c in b]
+    left = [c for c in out if c in a and c not in b]
+    right = [c for c in out if c in b and c not in a]
+    contracted = [c for c in a if c in b and c not in out]
+    if len(left) != 1 or len(right) != 1 or len(contracted) != 1 \
+            or set(a) != set(batch + left + contracted) or set(b) != set(batch + right + contracted):
+        return None
+    a_order = batch + left + contracted
+    b_order = batch + contracted + right
+    product = batch + left + right
+    return ([a.index(c) for c in a_order], [b.index(c) for c in b_order],
+            [product.index(c) for c in out])
+
+
+def einsums_to_matmuls(g: LoweredGraph) -> int:
+    """Rewrite batched-matmul Einsums as Transpose/MatMul/Transpose; return how many."""
+    count = 0
+    out_nodes: List[onnx.NodeProto] = []
+    for node in g.nodes:
+        plan = None
+        if node.op_type == "Einsum" and node.domain in _STANDARD and len(node.input) == 2 \
+                and len(node.output) == 1:
+            equation = attr_value(node, "equation")
+            equation = equation.decode() if isinstance(equation, bytes) else equation
+            plan = _batched_matmul(equation or "")
+        if plan is None:
+            out_nodes.append(node)
+            continue
+        a_perm, b_perm, out_perm = plan
+        operands = []
+        for name, perm in zip(node.input, (a_perm, b_perm)):
+            if perm == sorted(perm):
+                operands.append(name)
+                continue
+            moved = g.fresh(f"{name}/transposed")
+            out_nodes.append(g.make_node("Transpose", [name], [moved], perm=perm))
+            g.ranks[moved] = len(perm)
+            operands.append(moved)
+        y = node.output[0]
+        if out_perm == sorted(out_perm):
+            out_nodes.append(g.make_node("MatMul", operands, [y]))
+        else:
+            product = g.fresh(f"{y}/matmul")
+            g.ranks[product] = len(out_perm)
+            out_nodes.append(g.make_node("MatMul", operands, [product]))
+            out_nodes.append(g.make_node("Transpose", [product], [y], perm=out_perm))
+        count += 1
+    if count:
+        g.nodes[:] = out_nodes
+    return count
