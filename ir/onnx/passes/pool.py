@@ -23,26 +23,27 @@ def _reduced_axes(g: LoweredGraph, node):
     return None if axes is None else [int(a) for a in axes]
 
 
-_FLOAT_ONLY = {"Conv", "ConvTranspose", "Sigmoid", "HardSigmoid", "HardSwish", "AveragePool",
-               "GlobalAveragePool", "BatchNormalization", "Softmax", "Tanh", "Erf", "Gemm",
-               "LayerNormalization"}
+# Ops whose onnxruntime CPU kernels take float32 only (onnxruntime 1.32's kernel registry),
+# as the global pools' do: a value they produce is float32.
+_FLOAT32_ONLY = {"Conv", "ConvTranspose", "HardSigmoid", "AveragePool", "GlobalAveragePool",
+                 "Erf"}
 _SAME_TYPE = {"Mul", "Add", "Sub", "Div", "Relu", "Clip", "MaxPool", "Transpose", "Concat",
               "Identity", "Pad", "Neg"}
 
 
-def _is_float(g: LoweredGraph, name: str, producers) -> bool:
-    """Whether `name` is known to hold floats: its IR dtype, or a float-only op found
-    going up through type-keeping ops."""
+def _is_float32(g: LoweredGraph, name: str, producers) -> bool:
+    """Whether `name` is known to hold float32, the one type onnxruntime's CPU global pools
+    take: its IR dtype, or a float32-only op found going up through type-keeping ops."""
     for _ in range(16):
         dtype = g.dtypes.get(name)
         if dtype is not None:
-            return dtype in ("float32", "float64", "float16")
+            return dtype == "float32"
         if name in g.initializers:
-            return g.initializers[name].dtype.kind == "f"
+            return g.initializers[name].dtype == np.float32
         node = producers.get(name)
         if node is None or node.domain not in ("", "ai.onnx"):
             return False
-        if node.op_type in _FLOAT_ONLY:
+        if node.op_type in _FLOAT32_ONLY:
             return True
         if node.op_type not in _SAME_TYPE or not node.input:
             return False
@@ -69,7 +70,7 @@ def reduce_means_to_global_pools(g: LoweredGraph) -> int:
                 or sorted(a % rank for a in axes) != list(range(2, rank)):
             continue
         producers = producers if producers is not None else g.producers()
-        if not _is_float(g, node.input[0], producers):
+        if not _is_float32(g, node.input[0], producers):
             continue
         y = node.output[0]
         if attr_value(node, "keepdims", 1):

@@ -1,18 +1,13 @@
 """Scale sinking on the lowered ONNX graph: a Mul (or Div) by a constant per-channel (or
-scalar) scale that no producer can absorb is moved forward into the weights of the Convs,
-Gemms or MatMuls that read it, through the ops a scale commutes with.
-
-A pre-activation batch norm after a Concat (DenseNet) is Concat -> Mul(s) -> Add(t) ->
-Relu -> Conv: the Concat's inputs are read elsewhere, so the affine pass cannot fold it
-backwards; but s*x + t = s*(x + t/s), Relu(s*z) = s*Relu(z) where s > 0, and Conv(s*z) is
-a Conv whose weights are scaled per input channel (exact with zero padding: s*0 = 0). So
-the Mul goes and the Add's constant becomes t/s. Ops passed through: Add/Sub of a constant
-(its constant divided by s), Mul/Div by a constant, Relu/LeakyRelu and MaxPool (only where
-every s > 0), AveragePool, global pools (and the Flatten after them), ReduceMean of other
-axes, zero Pad of other axes, Transpose (an NHWC input's normalization); each value on the way must have one reader (the last may
-have several absorbers). A per-channel Add/Sub read only by Convs without padding (or
-Gemms), directly or through one Transpose, goes into their biases; with padding it cannot:
-the zeros padded in would become -t."""
+scalar) scale s that no producer can absorb moves forward into the weights of the Convs,
+Gemms or MatMuls reading it, through ops s commutes with. DenseNet's pre-activation batch
+norm is Concat -> Mul(s) -> Add(t) -> Relu -> Conv: s*x + t = s*(x + t/s), Relu(s*z) =
+s*Relu(z) for s > 0, and Conv(s*z) scales its weights per input channel (exact with zero
+padding). Passed through: Add/Sub of a constant (divided by s), Mul/Div by a constant,
+Relu/LeakyRelu/MaxPool (every s > 0), AveragePool, global pools (and their Flatten),
+ReduceMean of other axes, zero Pad of other axes, Transpose; each value on the way has one
+reader. A per-channel Add/Sub read only by unpadded Convs or Gemms (directly or through one
+Transpose) goes into their biases; with padding it cannot (padded zeros would become -t)."""
 
 from __future__ import annotations
 
@@ -344,7 +339,6 @@ class _Sinker:
                 self.rewrite(mul, x, path)
                 return True
         return False
-
 
     def shift_absorbed(self, node: onnx.NodeProto, v: str, t: np.ndarray,
                        rank: int) -> Optional[np.ndarray]:
