@@ -171,7 +171,8 @@ def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=Non
         w = w.transpose(to_tf)
         if new_shape:
             w = w.reshape(new_shape)
-        return ctx.constant(np.ascontiguousarray(w.transpose(perm)), "filter_onnx"), groups
+        # a view of the IR weights, not a copy: the writer copies it out slice by slice
+        return ctx.constant(w.transpose(perm), "filter_onnx"), groups
     name = compute_input(ctx, index, dtype)
     if not new_shape:
         return ctx.emit("Transpose", [name], perm=[to_tf[p] for p in perm])[0], groups

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
 import json
 import os
 import stat
@@ -214,6 +213,7 @@ def shard_jobs(jobs: Sequence[Job], index: int, count: int) -> List[Job]:
 
 # -- one model, in a worker process ------------------------------------------------------
 def hash_file(path: str, chunk: int = 1 << 20) -> str:
+    import hashlib   # here: it loads OpenSSL (~3.5 MB), which `tf2ir convert` never needs
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(chunk), b""):

@@ -225,12 +225,12 @@ def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: st
     pieces = []
     for name, array in blobs:
         header = _tensor_header(name, array).SerializeToString()
-        raw = _raw(array)
-        tensor_len = len(header) + 1 + len(_varint(raw.nbytes)) + raw.nbytes
-        prefix = _INITIALIZER_FIELD + _varint(tensor_len) + header + _RAW_DATA_FIELD + _varint(raw.nbytes)
-        pieces.append((prefix, raw))
+        nbytes = array.nbytes
+        tensor_len = len(header) + 1 + len(_varint(nbytes)) + nbytes
+        prefix = _INITIALIZER_FIELD + _varint(tensor_len) + header + _RAW_DATA_FIELD + _varint(nbytes)
+        pieces.append((prefix, array))
     graph_bytes = model.graph.SerializeToString()
-    graph_len = len(graph_bytes) + sum(len(p) + r.nbytes for p, r in pieces)
+    graph_len = len(graph_bytes) + sum(len(p) + a.nbytes for p, a in pieces)
     shell = onnx.ModelProto()
     shell.CopyFrom(model)
     shell.ClearField("graph")
@@ -239,11 +239,22 @@ def _write_inline(model: onnx.ModelProto, blobs: List[Initializer], tmp_path: st
         f.write(shell.SerializeToString())
         f.write(_GRAPH_FIELD + _varint(graph_len))
         f.write(graph_bytes)
-        for prefix, raw in pieces:
+        for prefix, array in pieces:
             f.write(prefix)
             offsets.append(f.tell())
-            f.write(raw)
+            _write_array(f, array)
     return offsets
+
+
+def _write_array(f, array: np.ndarray) -> None:
+    """Write `array`'s bytes in C order, little-endian. A view that is not C-contiguous (a
+    filter the lowering transposed without copying the IR weights) is copied out one slice
+    of its first axis at a time, so no whole copy of it is ever made."""
+    if array.flags.c_contiguous or array.ndim < 2 or array.shape[0] < 2:
+        f.write(_raw(array))
+        return
+    for part in array:
+        f.write(_raw(part))
 
 
 def _write_external(model: onnx.ModelProto, blobs: List[Initializer], data_path: str,
@@ -255,13 +266,12 @@ def _write_external(model: onnx.ModelProto, blobs: List[Initializer], data_path:
                 # small tensors (shapes, axes) stay in the model: shape inference reads them
                 model.graph.initializer.append(tensor_proto(name, array))
                 continue
-            raw = _raw(array)
             pad = -offset % 4096
             data.write(b"\0" * pad)
             offset += pad
-            data.write(raw)
+            _write_array(data, array)
             model.graph.initializer.append(_external_tensor(name, array, location, offset))
-            offset += raw.nbytes
+            offset += array.nbytes
     with open(model_path, "wb") as f:
         f.write(model.SerializeToString())
 

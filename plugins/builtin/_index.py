@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'fc60fc936ad8ffef5105d9f8312d6732a210af03'
+FINGERPRINT = '17f61dca0976806063266986fc0cf0f019866f31'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -22,7 +22,7 @@ SOURCES = {
     'builtin/strings.py': 1469, 'builtin/suppression.py': 430, 'opp/__init__.py': 280,
     'opp/arithmetic.py': 7377, 'opp/array.py': 14979, 'opp/bitwise.py': 2783,
     'opp/blocks.py': 14927, 'opp/common.py': 18222, 'opp/compare.py': 3448, 'opp/concat.py': 7633,
-    'opp/control.py': 9990, 'opp/conv.py': 19027, 'opp/creation.py': 6130,
+    'opp/control.py': 9990, 'opp/conv.py': 19093, 'opp/creation.py': 6130,
     'opp/densesets.py': 5892, 'opp/detection.py': 16081, 'opp/fallback.py': 1840,
     'opp/fingerprint.py': 4663, 'opp/fusion.py': 3281, 'opp/image.py': 12007,
     'opp/imageops.py': 10771, 'opp/indexing.py': 11663, 'opp/inputs.py': 1847,
