@@ -100,6 +100,24 @@ def test_attention_matches_tensorflow(freeze, tmp_path):
     expected = run_frozen_graph(pb, {"x": x}, outputs)[0]
     on, ops = _convert(pb, tmp_path, "on")
     assert max_abs_error(run_onnx(on, {"x": x})[0], expected) <= 1e-4
-    assert ops["Einsum"] == 0 and ops["Split"] == 1 and ops["LayerNormalization"] == 1
-    _, plain = _convert(pb, tmp_path, "off", "--passes", "off:einsum,off:matmul_merge")
+    assert ops["Einsum"] == 0 and ops["Split"] == 0 and ops["LayerNormalization"] == 1
+    # onnxruntime's attention fusion's form: each projection MatMul -> Add -> Reshape, and
+    # the scores divided (Keras multiplies by 1/sqrt(4) = 0.5) before the Softmax
+    model = onnx.load(on)
+    producer = {o: n for n in model.graph.node for o in n.output}
+    softmax = next(n for n in model.graph.node if n.op_type == "Softmax")
+    assert producer[softmax.input[0]].op_type == "Div"
+    readers = collections.defaultdict(list)
+    for n in model.graph.node:
+        for name in n.input:
+            readers[name].append(n.op_type)
+    projections = [n for n in model.graph.node if n.op_type == "MatMul" and n.input[0] == "x"]
+    assert projections and all(readers[p.output[0]] == ["Add"] for p in projections)
+    assert all(readers[producer_add.output[0]] == ["Reshape"] for producer_add in
+               (n for n in model.graph.node if n.op_type == "Add"
+                and producer.get(n.input[0]) in projections))
+    merged, merged_ops = _convert(pb, tmp_path, "merged", "--passes", "on:matmul_merge")
+    assert max_abs_error(run_onnx(merged, {"x": x})[0], expected) <= 1e-4
+    assert merged_ops["Split"] == 1
+    _, plain = _convert(pb, tmp_path, "off", "--passes", "off:einsum,off:attention_form")
     assert plain["Einsum"] == 2 and plain["Split"] == 0

@@ -16,7 +16,8 @@ from tf2ir.ir.onnx.passes.fold import fold_lowered_constants
 from tf2ir.ir.onnx.passes.identity import remove_identities
 from tf2ir.ir.onnx.passes.layout import sink_transposes
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph
-from tf2ir.ir.onnx.passes.matmul import einsums_to_matmuls, merge_sibling_matmuls
+from tf2ir.ir.onnx.passes.matmul import (einsums_to_matmuls, attention_form,
+                                         merge_sibling_matmuls)
 from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
 from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
@@ -24,13 +25,14 @@ from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
-def _onnx(name, run, description, after=(), repeat=False, before=()) -> PassRecord:
+def _onnx(name, run, description, after=(), repeat=False, before=(), default=True) -> PassRecord:
     return PassRecord(name, "onnx", run, description, after=tuple(after), repeat=repeat,
-                      before=tuple(before))
+                      before=tuple(before), default=default)
 
 
 _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
-             "pool_pad", "global_pool", "scale", "activation", "matmul_merge", "cse")
+             "pool_pad", "global_pool", "scale", "activation", "attention_form", "matmul_merge",
+             "cse")
 
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
@@ -68,9 +70,14 @@ ONNX_PASSES: List[PassRecord] = [
     _onnx("activation", fuse_hard_activations,
           "x * HardSigmoid(x) as HardSwish; Clip(z, 0, 6) / 6 as HardSigmoid",
           after=("fold", "layout", "identity", "affine")),
+    _onnx("attention_form", attention_form,
+          "a bias Add after a Reshape that splits the last axis (attention heads) moved "
+          "before it as one vector", after=("fold", "reshape", "einsum", "identity")),
     _onnx("matmul_merge", merge_sibling_matmuls,
           "MatMuls sharing an input (attention's query/key/value), with their bias Adds, as "
-          "one MatMul and a Split", after=("affine", "identity", "scale")),
+          "one MatMul and a Split (off by default: onnxruntime's transformer optimizer fuses "
+          "attention only from separate projections, and plain onnxruntime runs both alike)",
+          after=("affine", "identity", "scale", "attention_form"), default=False),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
           after=("affine", "scale"), repeat=True),

@@ -6,6 +6,12 @@
 - A two-operand Einsum that is a batched matrix product (attention's scores and context:
   'BTNH,BSNH->BNTS', 'BNTS,BSNH->BTNH') becomes Transposes around a MatMul, which
   onnxruntime runs faster than its Einsum kernel and its transformer optimizer recognises.
+- A bias Add after a Reshape that splits the last axis into heads (Keras' attention adds
+  its (heads, size) bias after the projection's reshape) moves before the Reshape, as one
+  vector: MatMul -> Add -> Reshape, the form sibling merging and onnxruntime's attention
+  fusion look for; and attention scores scaled by a power of two before the Softmax
+  (Keras: times 1/8) are divided by its inverse instead (exact), the form that fusion
+  matches.
 """
 
 from __future__ import annotations
@@ -146,3 +152,97 @@ def einsums_to_matmuls(g: LoweredGraph) -> int:
     if count:
         g.nodes[:] = out_nodes
     return count
+
+
+def attention_form(g: LoweredGraph) -> int:
+    """Split-axis biases hoisted before their Reshape and power-of-two score scales as
+    Divs (the module's docstring); return how many rewrites."""
+    return hoist_split_biases(g) + scales_as_divs(g)
+
+
+def scales_as_divs(g: LoweredGraph) -> int:
+    """Mul(MatMul(..), c) read only by a Softmax, c a scalar power of two, as Div by 1 / c
+    (exact: both are exponent shifts)."""
+    producers, users = g.producers(), g.consumers()
+    count = 0
+    for mul in g.nodes:
+        if mul.op_type != "Mul" or mul.domain not in _STANDARD or len(mul.input) != 2:
+            continue
+        readers = users.get(mul.output[0], [])
+        if len(readers) != 1 or readers[0].op_type != "Softmax":
+            continue
+        for pos in (1, 0):
+            c, x = g.const(mul.input[pos]), mul.input[1 - pos]
+            source = producers.get(x)
+            if c is None or c.size != 1 or c.dtype.kind != "f" or source is None \
+                    or source.op_type != "MatMul":
+                continue
+            mantissa, _ = np.frexp(c.reshape(-1)[0])
+            if mantissa != 0.5:     # 2**k: its inverse is exact
+                continue
+            inverse = g.add_initializer((np.ones((), c.dtype) / c).astype(c.dtype), "scale_inverse")
+            mul.op_type = "Div"
+            del mul.input[:]
+            mul.input.extend([x, inverse])
+            count += 1
+            break
+    return count
+
+
+def hoist_split_biases(g: LoweredGraph) -> int:
+    """Rewrite Add(Reshape(x, target), b), where the Reshape splits x's last axis into b's
+    (trailing) shape, as Reshape(Add(x, b flattened), target); return how many. Exact: x's
+    last axis is target's last dims in row-major order whatever the leading dims do."""
+    producers, users = g.producers(), g.consumers()
+    count = 0
+    for add in g.nodes:
+        if add.op_type != "Add" or add.domain not in _STANDARD or len(add.input) != 2:
+            continue
+        for pos in (1, 0):
+            y, bias = add.input[1 - pos], g.const(add.input[pos])
+            reshape = producers.get(y)
+            if bias is None or reshape is None or reshape.op_type != "Reshape" \
+                    or reshape.domain not in _STANDARD or y in g.pinned \
+                    or len(users.get(y, [])) != 1 or len(reshape.input) != 2:
+                continue
+            x, target = reshape.input[0], g.const(reshape.input[1])
+            split = _split_bias(bias, target, _last_dim(g, producers, x))
+            if split is None:
+                continue
+            moved = g.fresh(f"{add.output[0]}/hoisted")
+            vector = g.add_initializer(split, "bias_vector")
+            out, old = add.output[0], onnx.NodeProto()
+            old.CopyFrom(reshape)
+            reshape.CopyFrom(g.make_node("Add", [x, vector], [moved]))
+            add.CopyFrom(old)     # the Reshape (its name and allowzero), now of x + b
+            add.input[0], add.output[0] = moved, out
+            rank = g.rank(x)
+            if rank is not None:
+                g.ranks[moved] = rank
+            count += 1
+            break
+    return count
+
+
+def _last_dim(g: LoweredGraph, producers, x: str) -> Optional[int]:
+    shape = g.shapes.get(x)
+    if shape and shape[-1] is not None:
+        return int(shape[-1])
+    node = producers.get(x)     # a projection: MatMul by a constant matrix
+    w = g.const(node.input[1]) if node is not None and node.op_type == "MatMul" else None
+    return int(w.shape[1]) if w is not None and w.ndim == 2 else None
+
+
+def _split_bias(bias: np.ndarray, target: Optional[np.ndarray], last: Optional[int]):
+    """`bias` as a vector over x's last axis, when the Reshape to `target` splits that axis
+    (of size `last`) into bias's shape (leading 1s aside); else None."""
+    if target is None or last is None or bias.dtype.kind != "f":
+        return None
+    dims = list(bias.shape)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    k = len(dims)
+    tail = [int(d) for d in target.reshape(-1)[-k:]] if 0 < k <= target.size else None
+    if bias.ndim > target.size or tail != dims or int(np.prod(dims)) != last:
+        return None
+    return np.ascontiguousarray(bias.reshape(-1))

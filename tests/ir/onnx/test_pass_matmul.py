@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tf2ir.ir.onnx.passes.matmul import _batched_matmul, einsums_to_matmuls, merge_sibling_matmuls
+from tf2ir.ir.onnx.passes.matmul import (
+    _batched_matmul, attention_form, einsums_to_matmuls, merge_sibling_matmuls,
+)
 from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
 F32 = np.float32
@@ -59,3 +61,35 @@ def test_other_einsums_stay():
     for equation in ("ii->i", "ij,jk", "bij,bjk->bi", "abc,cd->abd", "...ij,...jk->...ik",
                      "ij,ij->ij", "ijk,kl,lm->im"):
         assert _batched_matmul(equation) is None, equation
+
+
+@pytest.mark.parametrize("target, bias_shape, moves", [
+    ([0, 5, 2, 4], (2, 4), True),         # Keras' (heads, size) bias after the head split
+    ([-1, 2, 4], (1, 2, 4), True),        # leading dims merged too: still exact
+    ([0, 5, 4, 2], (4, 1), False),        # the bias broadcasts along a split axis
+    ([0, 5, 2, 4], (5, 2, 4), False),     # the bias varies along a leading axis
+])
+def test_a_bias_after_the_head_split_moves_before_it(target, bias_shape, moves):
+    inits = {"w": RNG.randn(8, 8).astype(F32), "shape": np.array(target, np.int64),
+             "b": RNG.randn(*bias_shape).astype(F32)}
+    nodes = [node("MatMul", ["x", "w"], ["m"]), node("Reshape", ["m", "shape"], ["r"]),
+             node("Add", ["r", "b"], ["y"])]
+    x = RNG.randn(3, 5, 8).astype(F32)
+    out_shape = [15] + target[1:] if target[0] == -1 else [3] + target[1:]
+    g, count = check_pass(attention_form, nodes, inits, {"x": (F32, [3, 5, 8])},
+                          {"y": (F32, out_shape)}, {"x": x}, rtol=1e-5)
+    assert count == int(moves)
+    assert op_types(g) == (["MatMul", "Add", "Reshape"] if moves else ["MatMul", "Reshape", "Add"])
+
+
+@pytest.mark.parametrize("scale, becomes_div", [(0.125, True), (0.5, True), (0.3, False)])
+def test_power_of_two_score_scales_become_divs(scale, becomes_div):
+    inits = {"c": np.array(scale, F32)}
+    nodes = [node("MatMul", ["q", "k"], ["s"]), node("Mul", ["s", "c"], ["t"]),
+             node("Softmax", ["t"], ["y"], axis=-1)]
+    feeds = {"q": RNG.randn(2, 3, 4).astype(F32), "k": RNG.randn(2, 4, 3).astype(F32)}
+    g, count = check_pass(attention_form, nodes, inits,
+                          {"q": (F32, [2, 3, 4]), "k": (F32, [2, 4, 3])},
+                          {"y": (F32, [2, 3, 3])}, feeds, rtol=1e-7)
+    assert count == int(becomes_div)
+    assert ("Div" in op_types(g)) == becomes_div
