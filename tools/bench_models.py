@@ -63,7 +63,15 @@ def build(spec: TransformerSpec):
             x = layers.LayerNormalization(epsilon=1e-12)(x + mlp_out(mlp_in(x)))
     if spec.causal:
         x = layers.Dense(spec.vocab, name="lm_head")(layers.LayerNormalization(epsilon=1e-5)(x))
-    return keras.Model(ids, x)
+    model = keras.Model(ids, x)
+    # trained models have non-zero biases and betas (Keras initialises them to zero, which
+    # converters may drop, and which hides the bias Adds attention fusion looks for)
+    import numpy as np
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        if weight.path.endswith(("bias", "beta")):
+            weight.assign(rng.normal(0.0, 0.02, weight.shape).astype("float32"))
+    return model
 
 
 def freeze_transformer(name: str, out_dir: str) -> str:
