@@ -152,7 +152,7 @@ class GraphViews:
             details["attributes"] = _attrs_text(node)
             outputs, port = [], 0
             while (name, port) in values:   # as the IR describes the TF node's outputs
-                outputs.append(f"{name}:{port}: {_desc_text(values[(name, port)].desc)}")
+                outputs.append(f"{name}:{port}: {values[(name, port)].desc}")
                 port += 1
             if outputs:
                 details["outputs"] = outputs
@@ -167,7 +167,7 @@ class GraphViews:
                 continue
             value = values.get((producer, port))
             views.add_edge(g, shown[source], shown[consumer],
-                           _desc_text(value.desc) if value is not None else "",
+                           str(value.desc) if value is not None else "",
                            value.desc.format if value is not None else "")
         for name, ids in ids_of.items():
             self._tf_ids[(g, name)] = ids
@@ -253,7 +253,7 @@ class GraphViews:
                     continue
                 source = value.producer if value.producer is not None else value
                 if id(source) in ids:
-                    views.add_edge(g, ids[id(source)], ids[id(node)], _desc_text(value.desc),
+                    views.add_edge(g, ids[id(source)], ids[id(node)], str(value.desc),
                                    value.desc.format)
         return g, by_name
 
@@ -555,17 +555,8 @@ def _ir_attrs(node, auto: Optional[Dict[str, tuple]], fused: bool) -> Dict[str, 
     return out
 
 
-def _desc_text(desc) -> str:
-    text = f"{desc.dtype}{desc.shape_text()}"
-    if desc.format != "ND" or desc.origin_format != "ND":
-        text += f" {desc.format}"
-        if desc.origin_format != desc.format:
-            text += f" (origin {desc.origin_format})"
-    return text
-
-
 def _value_text(value) -> str:
-    return f"{value.name}: {_desc_text(value.desc)}"
+    return f"{value.name}: {value.desc}"
 
 
 def _onnx_type(info) -> str:

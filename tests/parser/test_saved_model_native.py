@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import max_abs_error, run_cli, run_onnx
+from tests.parser.test_saved_model import _keras_model
 
 tf = pytest.importorskip("tensorflow")
 READER = "TF2IR_SAVED_MODEL_READER"
@@ -142,16 +143,6 @@ def test_mapped_variables_give_the_same_model_and_verify(tmp_path, monkeypatch):
     want = module.serve(**{k: tf.constant(v) for k, v in feeds.items()})
     for name, value in zip(sorted(want), run_onnx(path, feeds)):
         assert max_abs_error(value, want[name].numpy()) <= 1e-5, name
-
-
-def _keras_model():
-    import keras
-    keras.utils.set_random_seed(0)
-    inputs = keras.Input((6,), name="feat")
-    x = keras.layers.Dense(8, activation="relu")(inputs)
-    x = keras.layers.LayerNormalization()(x)
-    outputs = keras.layers.Dense(3, activation="softmax", name="probs")(x)
-    return keras.Model(inputs, outputs)
 
 
 @pytest.mark.parametrize("how", ["export", "tf_saved_model_save"])
