@@ -92,6 +92,18 @@ class MapFn(tf.Module):
         return {"y": rows * 2.0}
 
 
+class LoopOutputs(tf.Module):
+    """Signature outputs that are a While's and an If's own outputs: the SavedModel's
+    IdentityN over them must vanish, as TF's freezing renames them."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="x")])
+    def __call__(self, x):
+        steps, y = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2.0 - 0.5),
+                                 [tf.constant(0), x])
+        z = tf.cond(tf.reduce_sum(x) > 0, lambda: x + 1.0, lambda: x * x)
+        return {"a": y, "b": steps, "c": z}
+
+
 def _rows_inputs(rng, batch, length):
     return [rng.uniform(-1, 1, (batch, length)).astype(np.float32)]
 
@@ -108,7 +120,8 @@ def _nms_inputs(rng, count, _):
 
 MODELS = {"transformer_block": (Block, _block_inputs, {"LayerNormalization", "If", "Loop"}),
           "padded_nms": (PaddedNms, _nms_inputs, {"Loop"}),
-          "map_fn": (MapFn, _rows_inputs, {"Loop"})}
+          "map_fn": (MapFn, _rows_inputs, {"Loop"}),
+          "loop_outputs": (LoopOutputs, _rows_inputs, {"Loop", "If"})}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")   # networkx's note on directed WL hashes
@@ -136,6 +149,8 @@ def test_saved_model_and_both_frozen_pbs_give_the_same_onnx_graph(name, tmp_path
     signatures = [_onnx_signature(p) for p in paths]
     assert signatures[0] == signatures[1] == signatures[2] == signatures[3]
     assert expected_ops <= set(signatures[0][1]), signatures[0][1]
+    if name == "loop_outputs":
+        assert "Identity" not in signatures[0][1], signatures[0][1]
     rng = np.random.default_rng(3)
     for sizes in ((1, 2), (3, 5), (20, 1)):
         feeds = inputs(rng, *sizes)

@@ -75,7 +75,7 @@ def remove_identities(g: LoweredGraph, only: Optional[Sequence[str]] = None) -> 
         else:
             # y must keep its name (a graph output): the producer of x writes y instead.
             source = producers.get(x)
-            if source is None or x in g.pinned or x in graph_inputs or g.has_subgraphs(source):
+            if source is None or x in g.pinned or x in graph_inputs:
                 continue
             source.output[list(source.output).index(x)] = y
             producers[y] = source
