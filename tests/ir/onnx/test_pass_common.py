@@ -85,7 +85,10 @@ def check_pass(run_pass: Callable[[LoweredGraph], int], nodes, inits, inputs: Di
     got = run(model, feeds)
     for e, a in zip(expected, got):
         assert e.shape == a.shape and e.dtype == a.dtype
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=1e-6)
+        # a rewrite reorders float32 rounding: an element that cancels near zero keeps an
+        # error of the order of the output's scale times the rounding, not of itself
+        scale = float(np.max(np.abs(e))) if e.size and e.dtype.kind == "f" else 1.0
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=1e-6 * max(1.0, scale))
     return g, count
 
 
