@@ -1,5 +1,6 @@
-"""Transformer models for the benchmark, built from Keras layers (no download): a BERT-like
-encoder and a GPT-like causal decoder, frozen like the keras.applications models.
+"""Transformer models for the benchmark, built from Keras layers (no download): BERT-like
+encoders, a GPT-like causal decoder and a T5-like encoder (RMS norms, relative position
+bias, unscaled attention, no biases), frozen like the keras.applications models.
 
     python -m tf2ir.tools.bench_models BertEncoder -o DIR     # DIR/BertEncoder.pb + .json
 
@@ -25,17 +26,78 @@ class TransformerSpec:
     seq: int = 128
     vocab: int = 8000
     causal: bool = False          # GPT: causal self-attention, pre-norm, tanh GELU, LM head
+    t5: bool = False              # T5: pre-norm RMS norms, relative position bias, ReLU MLP
 
 
 MODELS: Dict[str, TransformerSpec] = {
     "BertEncoder": TransformerSpec(layers=4, width=256, heads=4),
     "GPTDecoder": TransformerSpec(layers=4, width=256, heads=4, causal=True),
     "BertBaseLayer2": TransformerSpec(layers=2, width=768, heads=12),
+    "T5Encoder": TransformerSpec(layers=4, width=256, heads=4, t5=True),
 }
+
+
+def relative_buckets(seq: int, buckets: int = 32, max_distance: int = 128):
+    """T5's bidirectional relative position buckets, (seq, seq) int32: half the buckets
+    for each sign, exact below buckets/4, logarithmic up to max_distance."""
+    import numpy as np
+    relative = np.arange(seq)[None, :] - np.arange(seq)[:, None]
+    half = buckets // 2
+    bucket = (relative > 0).astype(np.int32) * half
+    distance = np.abs(relative)
+    exact = half // 2
+    log = exact + (np.log(np.maximum(distance, 1) / exact) / math.log(max_distance / exact)
+                   * (half - exact)).astype(np.int32)
+    return (bucket + np.where(distance < exact, distance, np.minimum(log, half - 1))).astype(np.int32)
+
+
+def build_t5(spec: TransformerSpec):
+    """A T5-like encoder written as keras-hub writes T5: RMS norms from ops, attention scores
+    without 1/sqrt(d), one relative position bias shared by every layer."""
+    import keras
+    from keras import layers, ops
+
+    class RMSNorm(layers.Layer):
+        def build(self, shape):
+            self.weight = self.add_weight(shape=(shape[-1],), initializer="ones", name="weight")
+
+        def call(self, x):
+            variance = ops.mean(ops.square(x), axis=-1, keepdims=True)
+            return x * ops.rsqrt(variance + 1e-6) * self.weight
+
+    ids = keras.Input((spec.seq,), dtype="int32", name="input")
+    x = layers.Embedding(spec.vocab, spec.width)(ids)
+    head = spec.width // spec.heads
+    buckets = ops.convert_to_tensor(relative_buckets(spec.seq))
+    bias = ops.transpose(layers.Embedding(32, spec.heads, name="relative_bias")(buckets),
+                         (2, 0, 1))[None]                          # (1, heads, seq, seq)
+
+    def split(t):
+        return ops.transpose(ops.reshape(t, (-1, spec.seq, spec.heads, head)), (0, 2, 1, 3))
+    for i in range(spec.layers):
+        h = RMSNorm(name=f"layer{i}_norm1")(x)
+        q, k, v = (split(layers.Dense(spec.width, use_bias=False, name=f"layer{i}_{n}")(h))
+                   for n in "qkv")
+        scores = ops.softmax(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) + bias, axis=-1)
+        context = ops.reshape(ops.transpose(ops.matmul(scores, v), (0, 2, 1, 3)),
+                              (-1, spec.seq, spec.width))
+        x = x + layers.Dense(spec.width, use_bias=False, name=f"layer{i}_o")(context)
+        h = RMSNorm(name=f"layer{i}_norm2")(x)
+        h = layers.Dense(4 * spec.width, activation="relu", use_bias=False, name=f"layer{i}_wi")(h)
+        x = x + layers.Dense(spec.width, use_bias=False, name=f"layer{i}_wo")(h)
+    model = keras.Model(ids, RMSNorm(name="final_norm")(x))
+    import numpy as np
+    rng = np.random.default_rng(0)
+    for weight in model.weights:      # trained norms are not all ones
+        if weight.path.endswith("weight"):
+            weight.assign(rng.normal(1.0, 0.1, weight.shape).astype("float32"))
+    return model
 
 
 def build(spec: TransformerSpec):
     """A Keras model from token ids (batch, seq) int32 to hidden states or logits."""
+    if spec.t5:
+        return build_t5(spec)
     import keras
     from keras import layers
     keras.utils.set_random_seed(0)
