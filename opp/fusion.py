@@ -1,5 +1,5 @@
-"""Ops that scope fusion produces: LayerNorm, Gelu, Swish, HardSigmoid (ONNX opset 18; Gelu
-is ONNX opset 20's, so a model with it is opset 20)."""
+"""Ops that scope fusion produces: LayerNorm, RMSNorm, Gelu, Swish, HardSigmoid (ONNX opset
+18; Gelu is ONNX opset 20's, so a model with it is opset 20)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,40 @@ def _lower_layer_norm(ctx, node):
     inputs = [ctx.input(0), scale] + ([ctx.input(2)] if ctx.input(2) else [])
     ctx.emit("LayerNormalization", inputs, [ctx.output(0)], axis=axis,
              epsilon=node.attrs["epsilon"])
+
+
+rms_norm = (OPS.declare("RMSNorm", "Scales by the root mean square over the axes from "
+                                    "begin_norm_axis to the last: x / sqrt(mean(x^2) + epsilon) "
+                                    "* gamma (T5, LLaMA; no mean subtracted, no beta).")
+            .input("x", FLOAT_TYPES).optional_input("gamma", FLOAT_TYPES).output("y")
+            .attr("epsilon", "float", 1e-6).attr("begin_norm_axis", "int", -1))
+
+
+@rms_norm.infer
+def _infer_rms_norm(node):
+    return _infer_layer_norm(node)
+
+
+@rms_norm.lower
+def _lower_rms_norm(ctx, node):
+    """Standard ops in the form onnxruntime fuses into one SimplifiedLayerNormalization
+    kernel (Pow by 2, ReduceMean, Add, Sqrt, Div, Mul by the scale) and that keeps the
+    model at opset 18, where ONNX's own RMSNormalization would need opset 23."""
+    x, desc = ctx.input(0), node.inputs[0].desc
+    dtype = np.dtype(desc.dtype)
+    axis = node.attrs["begin_norm_axis"]
+    if axis >= 0:                   # inference checked it against the known rank
+        axis -= desc.rank
+    square = ctx.emit("Pow", [x, ctx.constant(np.array(2, dtype), "two")])[0]
+    mean = ctx.emit("ReduceMean", [square, ctx.constant(np.arange(axis, 0, dtype=np.int64),
+                                                        "axes")], keepdims=1)[0]
+    shifted = ctx.emit("Add", [mean, ctx.constant(np.array(node.attrs["epsilon"], dtype),
+                                                  "epsilon")])[0]
+    root = ctx.emit("Sqrt", [shifted])[0]
+    if not ctx.input(1):
+        ctx.emit("Div", [x, root], [ctx.output(0)])
+        return
+    ctx.emit("Mul", [ctx.emit("Div", [x, root])[0], ctx.input(1)], [ctx.output(0)])
 
 
 gelu = (OPS.declare("Gelu", "x * Phi(x), Phi the normal CDF; approximate 'tanh' uses "

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '17f61dca0976806063266986fc0cf0f019866f31'
+FINGERPRINT = '4f891fc50b4f0dd4a47098c1da51be1869cb6861'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -10,7 +10,7 @@ SOURCES = {
     'builtin/bitwise.py': 585, 'builtin/blocks.py': 1156, 'builtin/compare.py': 605,
     'builtin/concat.py': 1476, 'builtin/control.py': 4084, 'builtin/conv.py': 1727,
     'builtin/creation.py': 740, 'builtin/densesets.py': 417, 'builtin/detection.py': 714,
-    'builtin/fallback.py': 1419, 'builtin/fusion.py': 11095, 'builtin/image.py': 1389,
+    'builtin/fallback.py': 1419, 'builtin/fusion.py': 13706, 'builtin/image.py': 1389,
     'builtin/imageops.py': 609, 'builtin/indexing.py': 1111, 'builtin/inputs.py': 745,
     'builtin/linalg.py': 2394, 'builtin/lists.py': 6335, 'builtin/logical.py': 519,
     'builtin/lookup.py': 4629, 'builtin/math.py': 1336, 'builtin/matrix.py': 1389,
@@ -24,7 +24,7 @@ SOURCES = {
     'opp/blocks.py': 14927, 'opp/common.py': 18222, 'opp/compare.py': 3448, 'opp/concat.py': 7633,
     'opp/control.py': 9990, 'opp/conv.py': 19093, 'opp/creation.py': 6130,
     'opp/densesets.py': 5892, 'opp/detection.py': 16081, 'opp/fallback.py': 1840,
-    'opp/fingerprint.py': 4663, 'opp/fusion.py': 3281, 'opp/image.py': 12007,
+    'opp/fingerprint.py': 4663, 'opp/fusion.py': 4974, 'opp/image.py': 12007,
     'opp/imageops.py': 10771, 'opp/indexing.py': 11663, 'opp/inputs.py': 1847,
     'opp/linalg.py': 20478, 'opp/lists.py': 17071, 'opp/logical.py': 787, 'opp/lookup.py': 6533,
     'opp/math.py': 9731, 'opp/matrix.py': 12945, 'opp/nn.py': 5135, 'opp/norm.py': 7510,
@@ -72,7 +72,7 @@ ORIGIN_TYPES = {
     'densesets': ('DenseToDenseSetOperation',),
     'detection': ('CTCGreedyDecoder', 'CropAndResize', 'MaxPoolWithArgmax', 'ResizeArea'),
     'fallback': ('TFSubgraph',),
-    'fusion': ('GeluFusion', 'LayerNormFusion', 'SwishFusion'),
+    'fusion': ('GeluFusion', 'LayerNormFusion', 'RMSNormFusion', 'SwishFusion'),
     'image': ('NonMaxSuppressionV3', 'NonMaxSuppressionV4', 'NonMaxSuppressionV5', 'ResizeBicubic',
               'ResizeBilinear', 'ResizeNearestNeighbor'),
     'imageops': ('AdjustContrastv2', 'AdjustHue', 'AdjustSaturation', 'ExtractImagePatches',
@@ -161,7 +161,7 @@ IR_TYPES = {
     'densesets': ('DenseToDenseSetOperation',),
     'detection': ('CTCGreedyDecoder', 'CropAndResize', 'MaxPoolWithArgmax', 'ResizeArea'),
     'fallback': ('TFSubgraph',),
-    'fusion': ('Gelu', 'HardSigmoid', 'LayerNorm', 'Swish'),
+    'fusion': ('Gelu', 'HardSigmoid', 'LayerNorm', 'RMSNorm', 'Swish'),
     'image': ('NonMaxSuppression', 'ResizeBicubic', 'ResizeBilinear', 'ResizeNearestNeighbor'),
     'imageops': ('AdjustContrastv2', 'AdjustHue', 'AdjustSaturation', 'ExtractImagePatches',
                  'NonMaxSuppressionV2', 'SampleDistortedBoundingBox',
@@ -228,6 +228,21 @@ FUSION_PASSES = ({'name': 'layer_norm',
                           (('StopGradient',), ('SquaredDifference',)),
                           (('SquaredDifference',), ('Mean',)), (('Mean',), ('Add', 'AddV2')),
                           (('Add', 'AddV2'), ('Rsqrt',)))},)},
+ {'name': 'rms_norm',
+  'module': 'fusion',
+  'description': 'x * rsqrt(mean(x^2) + eps) * gamma → RMSNorm',
+  'enabled': True,
+  'after': (),
+  'before': (),
+  'patterns': ({'counts': ((('Square',), 1), (('Mean',), 1), (('Add', 'AddV2'), 1), (('Rsqrt',), 1),
+                           (('Mul',), 1), (('Mul',), 1)),
+                'edges': ((('Square',), ('Mean',)), (('Mean',), ('Add', 'AddV2')),
+                          (('Add', 'AddV2'), ('Rsqrt',)), (('Rsqrt',), ('Mul',)),
+                          (('Mul',), ('Mul',)))},
+               {'counts': ((('Square',), 1), (('Mean',), 1), (('Add', 'AddV2'), 1), (('Rsqrt',), 1),
+                           (('Mul',), 1)),
+                'edges': ((('Square',), ('Mean',)), (('Mean',), ('Add', 'AddV2')),
+                          (('Add', 'AddV2'), ('Rsqrt',)), (('Rsqrt',), ('Mul',)))})},
  {'name': 'gelu',
   'module': 'fusion',
   'description': 'GELU, exact (erf, erfc) or tanh-approximate → Gelu',

@@ -1,5 +1,6 @@
 """Built-in scope fusion passes and the mappings of their fused types: Keras
-LayerNormalization → LayerNorm, GELU (erf, erfc and tanh forms) → Gelu, swish → Swish
+LayerNormalization → LayerNorm, RMS normalization (Keras RMSNormalization, T5/LLaMA
+written out) → RMSNorm, GELU (erf, erfc and tanh forms) → Gelu, swish → Swish
 (many-to-one), and hard-swish → HardSigmoid + Mul (many-to-many)."""
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def layer_norm_result(match) -> Optional[FusionResult]:
                                "scale": gamma is not None, "center": beta is not None})
 
 
-def parse_layer_norm(fused, op) -> None:
-    """Keras reduces over `axes`; the IR op normalizes from begin_norm_axis to the end."""
+def _begin_norm_axis(fused, op, fusion: str) -> int:
+    """The first of the reduced `axes`, which must be the trailing axes of the input."""
     x, axes = op.inputs[0], fused.attr("axes")
     rank = x.desc.rank
     if rank is not None:
@@ -99,14 +100,65 @@ def parse_layer_norm(fused, op) -> None:
         trailing = sorted(axes) == list(range(-len(axes), 0))
         axes = sorted(axes)
     if not axes or not trailing:
-        raise ConversionError(f"layer normalization over axes {fused.attr('axes')} is not over the "
+        raise ConversionError(f"normalization over axes {fused.attr('axes')} is not over the "
                               "trailing axes of a known-rank input; convert with "
-                              "--fusion off:layer_norm")
+                              f"--fusion off:{fusion}")
+    return int(axes[0])
+
+
+def parse_layer_norm(fused, op) -> None:
+    """Keras reduces over `axes`; the IR op normalizes from begin_norm_axis to the end."""
+    axis = _begin_norm_axis(fused, op, "layer_norm")
     rest = iter(op.inputs[1:])
-    op.inputs = [x, next(rest) if fused.attr("scale") else None,
+    op.inputs = [op.inputs[0], next(rest) if fused.attr("scale") else None,
                  next(rest) if fused.attr("center") else None]
     op.set_attr("epsilon", float(fused.attr("epsilon")))
-    op.set_attr("begin_norm_axis", int(axes[0]))
+    op.set_attr("begin_norm_axis", axis)
+
+
+def parse_rms_norm(fused, op) -> None:
+    axis = _begin_norm_axis(fused, op, "rms_norm")
+    op.inputs = [op.inputs[0], op.inputs[1] if fused.attr("scale") else None]
+    op.set_attr("epsilon", float(fused.attr("epsilon")))
+    op.set_attr("begin_norm_axis", axis)
+
+
+# -- RMSNorm: x * rsqrt(mean(x^2) + eps) [* gamma], Keras RMSNormalization and T5's norm -------
+RMS = {"sq": "Square", "mean": "Mean", "eps": "AddV2|Add", "rsqrt": "Rsqrt", "norm": "Mul",
+       "x": "*"}
+RMS_EDGES = "x -> sq -> mean -> eps -> rsqrt -> norm, x -> norm"
+rms_norm = scope_fusion_pass("rms_norm", "x * rsqrt(mean(x^2) + eps) * gamma → RMSNorm").pattern(
+    ScopePattern(structure=Structure({**RMS, "scale": "Mul"}, RMS_EDGES + ", norm -> scale"),
+                 name="scaled"),
+    ScopePattern(structure=Structure(RMS, RMS_EDGES), name="plain"),
+)
+
+
+@rms_norm
+def rms_norm_result(match) -> Optional[FusionResult]:
+    if len(match.outputs) != 1:
+        return None
+    x, mean = match.tensor("x"), match.node("mean")
+    axes = match.const_value(mean.inputs[1])
+    # the trailing axes counted from the end (Keras and T5 write -1); a mean over other
+    # axes, or over axes counted from the front (the rank is unknown here), is not a norm
+    if axes is None or not mean.attr("keep_dims") or np.size(axes) == 0 or \
+            sorted(np.reshape(axes, -1).tolist()) != list(range(-np.size(axes), 0)):
+        return None
+    epsilon, other = match.const_operand("eps")
+    if epsilon is None or other != (mean.name, 0):
+        return None
+    inputs = [x]
+    if "scale" in match.labels:     # gamma: one weight per element of the last axis
+        gamma = next(t for t in match.node("scale").inputs if t[0] != match.node("norm").name)
+        value = match.const_value(gamma)
+        if value is None or np.ndim(value) != 1 or np.size(axes) != 1 or \
+                set(match.inputs) - {x} - _read_through(match, gamma):
+            return None
+        inputs.append(gamma)
+    return FusionResult("RMSNormFusion", inputs=inputs, outputs=match.outputs,
+                        attrs={"epsilon": epsilon, "axes": [int(a) for a in np.reshape(axes, -1)],
+                               "scale": len(inputs) == 2})
 
 
 # -- Gelu ---------------------------------------------------------------------------------------
@@ -222,9 +274,10 @@ def copy_attrs(fused, op) -> None:
     op.attrs.update(fused.attrs)
 
 
-PASSES = [layer_norm, gelu, swish, hard_swish]
+PASSES = [layer_norm, rms_norm, gelu, swish, hard_swish]
 MAPPINGS = [
     register_op("LayerNorm").origin_op_type("LayerNormFusion").fusion_parse_params_fn(parse_layer_norm),
+    register_op("RMSNorm").origin_op_type("RMSNormFusion").fusion_parse_params_fn(parse_rms_norm),
     register_op("Gelu").origin_op_type("GeluFusion").fusion_parse_params_fn(copy_attrs),
     register_op("Swish").origin_op_type("SwishFusion").fusion_parse_params_fn(copy_attrs),
 ]

@@ -1,5 +1,6 @@
-"""Scope fusion on real TF graphs: Keras LayerNormalization, GELU (erfc, tanh and erf forms),
-swish and hard-swish, frozen with TF, converted with the CLI, compiled from the saved IR,
+"""Scope fusion on real TF graphs: Keras LayerNormalization, RMS normalization (Keras
+RMSNormalization and T5's norm written out), GELU (erfc, tanh and erf forms), swish and
+hard-swish, frozen with TF, converted with the CLI, compiled from the saved IR,
 run in onnxruntime and compared with TensorFlow; `--fusion off:NAME` keeps the TF ops."""
 
 from __future__ import annotations
@@ -121,6 +122,60 @@ def test_written_out_erf_gelu_fuses_and_switches_off(freeze, tmp_path):
     found = ops(text)
     assert "Gelu" not in found and found.get("Erf") == 1 and found.get("Sqrt") == 1
     assert_matches_tf(ir_path, path, outputs, x)
+
+
+# -- RMSNorm -----------------------------------------------------------------------------------
+def _t5_norm(inputs):
+    """T5's layer norm as keras-hub writes it (its weight comes after)."""
+    from keras import ops
+    return inputs * ops.rsqrt(ops.mean(ops.square(inputs), axis=-1, keepdims=True) + 1e-6)
+
+
+@pytest.mark.parametrize("how", ["keras", "t5", "unscaled"])
+def test_rms_norm_fuses_into_the_form_onnxruntime_fuses(how, freeze, tmp_path):
+    import keras
+    import onnx
+    import onnxruntime as ort
+
+    def build(inputs):
+        x = keras.layers.Dense(8)(inputs)
+        if how == "keras":
+            norm = keras.layers.RMSNormalization(epsilon=1e-5)
+            x = norm(x)
+            norm.scale.assign(np.linspace(0.5, 1.5, 8).astype(np.float32))
+        elif how == "t5":
+            x = _t5_norm(x) * np.linspace(1.5, 0.5, 8).astype(np.float32)
+        else:
+            x = _t5_norm(x)
+        return keras.layers.Dense(3)(x)
+    path, outputs = frozen(freeze, keras_model(build, (5, 6)), (5, 6), how)
+    text, stderr, ir_path = convert(path, tmp_path, "-v")
+    found = ops(text)
+    assert found.get("RMSNorm") == 1 and not {"Rsqrt", "Square", "Mean"} & set(found), text
+    assert "fused    rms_norm: 1 match" in stderr
+    for batch in (1, 3):
+        assert_matches_tf(ir_path, path, outputs, sample((5, 6), batch=batch))
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(ir_path[:-3] + ".onnx", options, providers=["CPUExecutionProvider"])
+    fused = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    if how != "unscaled":     # onnxruntime's fusion needs the scale's Mul
+        assert "SimplifiedLayerNormalization" in fused and "Sqrt" not in fused, fused
+
+    text, _, ir_path = convert(path, tmp_path, "--fusion", "off:rms_norm", tag="off")
+    assert "RMSNorm" not in ops(text) and "Rsqrt" in ops(text)
+    assert_matches_tf(ir_path, path, outputs, sample((5, 6)))
+
+
+def test_a_mean_that_is_not_over_the_last_axis_stays_unfused(freeze, tmp_path):
+    from keras import ops
+
+    def build(inputs):
+        return inputs * ops.rsqrt(ops.mean(ops.square(inputs), axis=1, keepdims=True) + 1e-6)
+    path, outputs = frozen(freeze, keras_model(build, (5, 6)), (5, 6), "middle_axis")
+    text, _, ir_path = convert(path, tmp_path)
+    assert "RMSNorm" not in ops(text) and "Rsqrt" in ops(text)
+    assert_matches_tf(ir_path, path, outputs, sample((5, 6)))
 
 
 # -- swish (many-to-one) and hard-swish (many-to-many) ---------------------------------------------

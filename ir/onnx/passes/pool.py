@@ -52,8 +52,9 @@ def _is_float32(g: LoweredGraph, name: str, producers) -> bool:
 
 
 def reduce_means_to_global_pools(g: LoweredGraph) -> int:
-    """Rewrite spatial ReduceMean/ReduceMax of rank-3+ tensors as global pools; return how
-    many."""
+    """Rewrite spatial ReduceMean/ReduceMax of rank-4+ (image and volume) tensors as global
+    pools; return how many. Rank 3 is left alone: a transformer's (batch, tokens, width)
+    mean over the width is no pool, and onnxruntime fuses norms only through ReduceMean."""
     if any(n.op_type in _GLOBAL and not attr_value(n, "keepdims", 1) for n in g.nodes):
         remove_dead_nodes(g)    # a Shape of the reduced value that the reshape pass left
     count = 0
@@ -66,7 +67,7 @@ def reduce_means_to_global_pools(g: LoweredGraph) -> int:
             continue
         rank = g.rank(node.input[0])
         axes = _reduced_axes(g, node)
-        if rank is None or rank < 3 or axes is None \
+        if rank is None or rank < 4 or axes is None \
                 or sorted(a % rank for a in axes) != list(range(2, rank)):
             continue
         producers = producers if producers is not None else g.producers()
