@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
-from tf2ir.opp.common import normalize_axis, same_as_input
+from tf2ir.opp.common import emit_cast, normalize_axis, same_as_input
 
 OPS = OpSet("tf2ir.opp.fusion")
 
@@ -88,8 +90,28 @@ def _infer_gelu(node):
 @gelu.lower
 def _lower_gelu(ctx, node):
     """ONNX Gelu (opset 20; the compiler raises the model's opset for it): one node that
-    onnxruntime runs as one kernel and fuses with a preceding bias."""
-    ctx.emit("Gelu", [ctx.input(0)], [ctx.output(0)], approximate=node.attrs["approximate"])
+    onnxruntime runs as one kernel and fuses with a preceding bias. In a model that must
+    stay at opset 18 (an op there would change meaning at 20), the formula from its ops."""
+    if ctx.max_opset >= 20:
+        ctx.emit("Gelu", [ctx.input(0)], [ctx.output(0)], approximate=node.attrs["approximate"])
+        return
+    dtype = node.inputs[0].desc.dtype
+    x = ctx.input(0) if dtype == "float32" else emit_cast(ctx, ctx.input(0), "float32")
+
+    def c(value):
+        return ctx.constant(np.array(value, np.float32), "gelu")
+    if node.attrs["approximate"] == "tanh":
+        cubic = ctx.emit("Mul", [ctx.emit("Pow", [x, c(3.0)])[0], c(0.044715)])[0]
+        inner = ctx.emit("Mul", [ctx.emit("Add", [x, cubic])[0], c(math.sqrt(2 / math.pi))])[0]
+        phi = ctx.emit("Tanh", [inner])[0]
+    else:           # erf has a float32 kernel only in onnxruntime's CPU backend
+        phi = ctx.emit("Erf", [ctx.emit("Div", [x, c(math.sqrt(2.0))])[0]])[0]
+    half_x = ctx.emit("Mul", [x, c(0.5)])[0]
+    if dtype == "float32":
+        ctx.emit("Mul", [half_x, ctx.emit("Add", [phi, c(1.0)])[0]], [ctx.output(0)])
+    else:
+        emit_cast(ctx, ctx.emit("Mul", [half_x, ctx.emit("Add", [phi, c(1.0)])[0]])[0], dtype,
+                  ctx.output(0))
 
 
 swish = (OPS.declare("Swish", "x * sigmoid(beta * x) (SiLU for beta 1).")

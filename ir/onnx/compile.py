@@ -39,6 +39,24 @@ def _since_version(op_type: str) -> int:
     return OPSET
 
 
+@functools.lru_cache(maxsize=None)
+def _version_at(op_type: str, opset: int) -> int:
+    """The version of `op_type` that `opset` holds (its since_version there)."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, "").since_version
+    except onnx.defs.SchemaError:
+        return _since_version(op_type)
+
+
+def changed_by_raising(nodes) -> List[str]:
+    """The op types of `nodes` that choose_opset's opset would give another meaning than the
+    version the lowerings wrote (at 20 DFT's axis becomes an input, GridSample's modes are
+    renamed): a model with any must stay at OPSET."""
+    opset = choose_opset(nodes)
+    types = {n.op_type for n in _all_nodes(nodes) if n.domain in ("", "ai.onnx")}
+    return sorted(t for t in types if _version_at(t, opset) != _since_version(t))
+
+
 def choose_opset(nodes) -> int:
     """The lowest default-domain opset from OPSET up that holds every op of `nodes` (and of
     their subgraphs) as written: OPSET unless an op is newer (Gelu makes it 20). Not lower
@@ -91,6 +109,8 @@ class LowerContext:
         # in a subgraph's context, which cannot declare any
         self.input_defaults: Optional[Dict[str, np.ndarray]] = {}
         self.notes: List[Tuple[str, bool]] = []    # (message, is a warning), see `note`
+        # the newest opset whose ops a lowering may write (Gelu's lowering asks)
+        self.max_opset = MAX_OPSET
 
     # -- names -----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -202,6 +222,7 @@ class LowerContext:
         child.initializers, child._taken = self.initializers, self._taken
         child._const_cache = self._const_cache
         child.input_defaults, child.notes = None, self.notes
+        child.max_opset = self.max_opset
         return child
 
     def lower_subgraph(self, graph: Graph, inputs: Optional[Sequence[str]] = None) -> List[str]:
@@ -242,9 +263,10 @@ class LowerContext:
         return helper.make_graph(self.nodes, name, list(inputs), infos)
 
 
-def lower_graph(graph: Graph, model: Optional[str] = None) -> LowerContext:
+def lower_graph(graph: Graph, model: Optional[str] = None,
+                max_opset: int = MAX_OPSET) -> LowerContext:
     ctx = LowerContext(graph)
-    ctx.model = model
+    ctx.model, ctx.max_opset = model, max_opset
     for node in graph.nodes:
         ctx.lower_node(node)
     ctx.node = None
@@ -321,6 +343,8 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     manager = manager if manager is not None else pass_manager(passes, check_passes)
     manager.run(graph, kind="ir")
     ctx = lower_graph(graph, model=model_name)
+    if changed_by_raising(ctx.nodes):     # (rare) lowered again with opset 18's ops only
+        ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
     optimize_lowered(ctx, graph, manager)
     for message, warning in ctx.notes:
         (log.warning if warning else log.info)("note: %s", message)

@@ -124,6 +124,29 @@ def test_written_out_erf_gelu_fuses_and_switches_off(freeze, tmp_path):
     assert_matches_tf(ir_path, path, outputs, x)
 
 
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_beside_an_op_that_opset_20_changes_keeps_opset_18(approximate, freeze, tmp_path):
+    """Gelu alone makes the model opset 20; beside a DFT (whose axis becomes an input at 20)
+    the model stays at 18 and Gelu is written from its formula."""
+    import onnx
+    import tensorflow as tf
+
+    def gelu_only(x):
+        return tf.nn.gelu(x, approximate=approximate)
+
+    def with_fft(x):
+        return tf.math.real(tf.signal.rfft(gelu_only(x)))
+    for fn, opset in ((gelu_only, 20), (with_fft, 18)):
+        path, outputs = freeze(fn, tf.TensorSpec((None, 8), tf.float32, name="x"), fn.__name__)
+        text, _, ir_path = convert(path, tmp_path, tag=fn.__name__)
+        assert ops(text).get("Gelu") == 1, text
+        for batch in (1, 4):
+            assert_matches_tf(ir_path, path, outputs, sample((8,), batch=batch), tol=1e-4)
+        model = onnx.load(ir_path[:-3] + ".onnx")
+        assert [o.version for o in model.opset_import if o.domain == ""] == [opset]
+        assert ("Gelu" in {n.op_type for n in model.graph.node}) == (opset == 20)
+
+
 # -- RMSNorm -----------------------------------------------------------------------------------
 def _t5_norm(inputs):
     """T5's layer norm as keras-hub writes it (its weight comes after)."""
