@@ -48,9 +48,7 @@ rms_norm = (OPS.declare("RMSNorm", "Scales by the root mean square over the axes
             .attr("epsilon", "float", 1e-6).attr("begin_norm_axis", "int", -1))
 
 
-@rms_norm.infer
-def _infer_rms_norm(node):
-    return _infer_layer_norm(node)
+rms_norm.infer(_infer_layer_norm)
 
 
 @rms_norm.lower
