@@ -507,6 +507,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             GENERATORS[kind](path, nodes)
         models.append(path)
         generated_paths.append(path)
+    for name in models:     # built before any is measured: a bad name fails at once
+        try:
+            ensure_frozen(name, args.model_dir)
+        except (subprocess.CalledProcessError, OSError) as exc:
+            print(f"bench: cannot build model {name!r} (a keras.applications or "
+                  f"tf2ir.tools.bench_models name, or a .pb path): {exc}", file=sys.stderr)
+            return 2
     rows = []
     with tempfile.TemporaryDirectory() as out_dir:
         for name in models:
