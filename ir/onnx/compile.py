@@ -343,9 +343,12 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     manager = manager if manager is not None else pass_manager(passes, check_passes)
     manager.run(graph, kind="ir")
     ctx = lower_graph(graph, model=model_name)
-    if changed_by_raising(ctx.nodes):     # (rare) lowered again with opset 18's ops only
-        ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
     optimize_lowered(ctx, graph, manager)
+    # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph
+    # is smallest, since the first question loads onnx's schema registry (about 7 MB)
+    if changed_by_raising(ctx.nodes):
+        ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
+        optimize_lowered(ctx, graph, manager)
     for message, warning in ctx.notes:
         (log.warning if warning else log.info)("note: %s", message)
     used = _input_names(ctx.nodes)
