@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -13,6 +12,9 @@ from onnx import helper
 from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
 from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
+from tf2ir.ir.onnx.opset import (
+    MAX_OPSET, OPSET, all_nodes as _all_nodes, changed_by_raising, choose_opset,
+)
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph, subgraph_names
@@ -22,48 +24,7 @@ from tf2ir.ir.verify import check_graph
 from tf2ir.ir.prototype import get_prototype, has_prototype
 from tf2ir.ir.tensor import TensorDesc, element_dtype, is_list_dtype
 
-OPSET = 18          # the opset whose op versions the lowerings write
-MAX_OPSET = 20      # the newest opset a lowering may use an op of (Gelu)
 log = logging.getLogger("tf2ir")
-
-
-@functools.lru_cache(maxsize=None)
-def _since_version(op_type: str) -> int:
-    """The opset that introduced the version of `op_type` the lowerings write: its version
-    at OPSET, or for an op only a newer opset defines, its first version."""
-    for opset in (OPSET, MAX_OPSET):
-        try:
-            return onnx.defs.get_schema(op_type, opset, "").since_version
-        except onnx.defs.SchemaError:
-            continue
-    return OPSET
-
-
-@functools.lru_cache(maxsize=None)
-def _version_at(op_type: str, opset: int) -> int:
-    """The version of `op_type` that `opset` holds (its since_version there)."""
-    try:
-        return onnx.defs.get_schema(op_type, opset, "").since_version
-    except onnx.defs.SchemaError:
-        return _since_version(op_type)
-
-
-def changed_by_raising(nodes) -> List[str]:
-    """The op types of `nodes` that choose_opset's opset would give another meaning than the
-    version the lowerings wrote (at 20 DFT's axis becomes an input, GridSample's modes are
-    renamed): a model with any must stay at OPSET."""
-    opset = choose_opset(nodes)
-    types = {n.op_type for n in _all_nodes(nodes) if n.domain in ("", "ai.onnx")}
-    return sorted(t for t in types if _version_at(t, opset) != _since_version(t))
-
-
-def choose_opset(nodes) -> int:
-    """The lowest default-domain opset from OPSET up that holds every op of `nodes` (and of
-    their subgraphs) as written: OPSET unless an op is newer (Gelu makes it 20). Not lower
-    than OPSET: onnxruntime runs some ops it has no kernel for (Softplus, Elu, Softsign in
-    float64) through their ONNX function bodies, which need the opset the bodies use."""
-    versions = [_since_version(n.op_type) for n in _all_nodes(nodes) if n.domain in ("", "ai.onnx")]
-    return max(versions + [OPSET])
 
 
 def _make_value_info(name: str, dtype: str, shape) -> onnx.ValueInfoProto:
@@ -378,15 +339,6 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
                               + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
-
-
-def _all_nodes(nodes):
-    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), recursively."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g.node)
 
 
 def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:

@@ -1,0 +1,62 @@
+"""The ONNX opset a compiled model declares: the lowerings write the op versions of OPSET
+(18); a model with an op only a newer opset has (Gelu, 20) declares that opset, unless an op
+it holds would change meaning there, in which case the compiler lowers it again within
+OPSET."""
+
+from __future__ import annotations
+
+import functools
+from typing import List
+
+import onnx
+
+OPSET = 18          # the opset whose op versions the lowerings write
+MAX_OPSET = 20      # the newest opset a lowering may use an op of (Gelu)
+
+
+@functools.lru_cache(maxsize=None)
+def _since_version(op_type: str) -> int:
+    """The opset that introduced the version of `op_type` the lowerings write: its version
+    at OPSET, or for an op only a newer opset defines, its first version."""
+    for opset in (OPSET, MAX_OPSET):
+        try:
+            return onnx.defs.get_schema(op_type, opset, "").since_version
+        except onnx.defs.SchemaError:
+            continue
+    return OPSET
+
+
+@functools.lru_cache(maxsize=None)
+def _version_at(op_type: str, opset: int) -> int:
+    """The version of `op_type` that `opset` holds (its since_version there)."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, "").since_version
+    except onnx.defs.SchemaError:
+        return _since_version(op_type)
+
+
+def changed_by_raising(nodes) -> List[str]:
+    """The op types of `nodes` that choose_opset's opset would give another meaning than the
+    version the lowerings wrote (at 20 DFT's axis becomes an input, GridSample's modes are
+    renamed): a model with any must stay at OPSET."""
+    opset = choose_opset(nodes)
+    types = {n.op_type for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")}
+    return sorted(t for t in types if _version_at(t, opset) != _since_version(t))
+
+
+def choose_opset(nodes) -> int:
+    """The lowest default-domain opset from OPSET up that holds every op of `nodes` (and of
+    their subgraphs) as written: OPSET unless an op is newer (Gelu makes it 20). Not lower
+    than OPSET: onnxruntime runs some ops it has no kernel for (Softplus, Elu, Softsign in
+    float64) through their ONNX function bodies, which need the opset the bodies use."""
+    versions = [_since_version(n.op_type) for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")]
+    return max(versions + [OPSET])
+
+
+def all_nodes(nodes):
+    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), recursively."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from all_nodes(attr.g.node)
