@@ -60,9 +60,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-KINDS = ("pb", "pbtxt", "ir")
-OUTCOMES = ("ok", "error", "crash", "hang", "memory", "invalid")
-DEFECTS = ("crash", "hang", "memory", "invalid")
+KINDS = ("pb", "pbtxt", "ir", "savedmodel", "manifest")
+OUTCOMES = ("ok", "error", "crash", "hang", "memory", "abort", "invalid", "corrupt", "escape")
+DEFECTS = ("crash", "hang", "memory", "abort", "invalid", "corrupt", "escape")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the tf2ir package root
 SAMPLE_CNN = os.path.join(ROOT, "tests", "data", "sample_cnn.pb")
 DEFAULT_TIME_LIMIT = 10.0
@@ -592,6 +592,7 @@ class Corpus:
     op_types: List[str]
     ir_tokens: List[str]
     ir_lines: List[str]
+    saved_models: List[Tuple[str, Dict[str, bytes]]] = field(default_factory=list)
 
 
 CONVERTER_OPS = ("Const", "Placeholder", "Identity", "NoOp", "CheckNumerics", "EnsureShape",
@@ -601,9 +602,10 @@ ODD_OPS = ("", "FuzzUnknownOp", "Enter", "Exit", "Merge", "Switch", "NextIterati
            "GeluFusion", "LayerNormFusion", "SwishFusion", "op\nwith newline", "Neg ", "relu")
 
 
-def build_corpus(manager=None, extra: Sequence[str] = ()) -> Corpus:
+def build_corpus(manager=None, extra: Sequence[str] = (), kinds: Sequence[str] = KINDS) -> Corpus:
     """The seed corpus: sample_cnn.pb, the built seed graphs, files in `extra` (.pb/.pbtxt
-    paths or directories of them) and the IR of each that converts."""
+    paths or directories of them), the IR of each that converts and, when `kinds` has
+    savedmodel, the seed SavedModels (tools/fuzz_saved_model.py, made with TensorFlow)."""
     from google.protobuf import text_format
     from tensorboard.compat.proto import graph_pb2
 
@@ -645,7 +647,11 @@ def build_corpus(manager=None, extra: Sequence[str] = ()) -> Corpus:
         for line in text.split("\n"):
             lines.add(line)
             tokens.update(m.group() for m in _IR_TOKEN.finditer(line))
-    return Corpus(graphs, irs, op_types, sorted(tokens), sorted(lines))
+    saved_models = []
+    if "savedmodel" in kinds:
+        from tf2ir.tools.fuzz_saved_model import load_seeds
+        saved_models = load_seeds()
+    return Corpus(graphs, irs, op_types, sorted(tokens), sorted(lines), saved_models)
 
 
 def _warm_up(pipeline, data: bytes, tmp: str) -> None:
@@ -687,6 +693,7 @@ class Case:
     files: Dict[str, bytes]
     origin: str = ""
     mutations: List[str] = field(default_factory=list)
+    special: Dict[str, str] = field(default_factory=dict)   # path key → fifo, devzero, link:…
 
     @property
     def size(self) -> int:
@@ -715,6 +722,20 @@ def make_case(corpus: Corpus, kind: str, index: int, seed: int = 0) -> Case:
         ops = []
         files = mutate_ir(text, weights, rng, corpus, ops)
         return Case(kind, index, files, name, ops)
+    if kind == "savedmodel":
+        from tf2ir.tools.fuzz_saved_model import PREFIX, mutate_saved_model
+        if not corpus.saved_models:
+            raise RuntimeError("no SavedModel seeds (TensorFlow is needed to make them once)")
+        name, seed_files = rng.choice(corpus.saved_models)
+        ops = []
+        files, special = mutate_saved_model(seed_files, rng, corpus, ops)
+        files = {PREFIX + k: v for k, v in files.items()}
+        return Case(kind, index, files, name, ops, {PREFIX + k: v for k, v in special.items()})
+    if kind == "manifest":
+        from tf2ir.tools.fuzz_manifest import make_manifest_case
+        ops = []
+        files, special, origin = make_manifest_case(corpus, rng, ops)
+        return Case(kind, index, files, origin, ops, special)
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -1349,6 +1370,25 @@ class InvalidModel(Exception):
     """The written model fails onnx.checker.check_model(full_check=True)."""
 
 
+class SilentCorruption(Exception):
+    """Checkpoint bytes TensorFlow checksums were changed, and the conversion succeeded with
+    a model that differs from the unmutated seed's (savedmodel kind)."""
+
+
+class Escape(Exception):
+    """A file outside the input's root was read into the model (savedmodel kind), or a file
+    outside -o was written or would have been (manifest kind)."""
+
+
+class BatchInternalError(Exception):
+    """batch reported "internal error: TYPE: ..." for a model (it catches the exception)."""
+
+    @property
+    def kind(self) -> str:
+        parts = str(self).split(":", 2)
+        return parts[1].strip() if len(parts) > 1 else "?"
+
+
 FUZZ_MAX_TENSOR_BYTES = 256 << 20
 
 
@@ -1363,6 +1403,8 @@ class Context:
         self.pipeline = Pipeline(manager, Options(max_tensor_bytes=FUZZ_MAX_TENSOR_BYTES))
         self.workdir = workdir
         self.slot = slot
+        self.corpus: Optional[Corpus] = None           # the worker's corpus (seeds for baselines)
+        self.saved_model_reader = "native"             # TF2IR_SAVED_MODEL_READER for savedmodel
 
     def stage(self, index: int) -> None:
         if self.slot is not None:
@@ -1374,7 +1416,15 @@ OUTPUT_NAME = "out.onnx"
 
 def execute_case(case: Case, ctx: Context) -> None:
     """What `tf2ir convert` (.pb, .pbtxt) or `tf2ir compile` (.ir) does with the case's
-    files, in process; then the written model is checked."""
+    files, in process; then the written model is checked. A SavedModel case runs as
+    `tf2ir convert DIR` (tools/fuzz_saved_model.py), a manifest case as `tf2ir batch`
+    (tools/fuzz_manifest.py)."""
+    if case.kind == "savedmodel":
+        from tf2ir.tools.fuzz_saved_model import execute_saved_model
+        return execute_saved_model(case, ctx)
+    if case.kind == "manifest":
+        from tf2ir.tools.fuzz_manifest import execute_manifest
+        return execute_manifest(case, ctx)
     base = os.path.join(ctx.workdir, "case")
     for suffix, data in case.files.items():
         with open(base + suffix, "wb") as f:
@@ -1500,6 +1550,10 @@ def run_case(case: Case, execute: Callable, ctx: Context, time_limit: Optional[f
         outcome, exc_seen = "hang", exc
     except InvalidModel as exc:
         outcome, exc_seen = "invalid", exc
+    except SilentCorruption as exc:
+        outcome, exc_seen = "corrupt", exc
+    except Escape as exc:
+        outcome, exc_seen = "escape", exc
     except ConversionError as exc:
         outcome, exc_seen = "error", exc
     except MemoryError as exc:
@@ -1532,11 +1586,17 @@ def run_case(case: Case, execute: Callable, ctx: Context, time_limit: Optional[f
         result.multiline = len(str(exc_seen).splitlines()) > 1   # the CLI prints one line
         if full_traceback:   # a replay shows the text itself
             result.error = str(exc_seen)
-    elif outcome == "invalid":
+    elif outcome in ("invalid", "corrupt", "escape"):
         message = str(exc_seen)
-        result.detail = {"type": "checker", "message": message, "frame": "", "function": "",
+        kind = {"invalid": "checker", "corrupt": "silent corruption", "escape": "escape"}[outcome]
+        result.detail = {"type": kind, "message": message, "frame": "", "function": "",
                          "traceback": ""}
-        result.key = ("checker", normalize(message, 120))
+        result.key = (kind, normalize(message, 120))
+    elif isinstance(exc_seen, BatchInternalError):
+        result.detail = {"type": f"batch internal error {exc_seen.kind}",
+                         "message": _first_line(str(exc_seen)), "frame": "tools/batch.py",
+                         "function": "convert_one", "traceback": ""}
+        result.key = (result.detail["type"], normalize(str(exc_seen).split(":", 2)[-1], 60))
     elif outcome != "ok":
         detail = _describe(exc_seen, full=full_traceback)
         if isinstance(exc_seen, OSError) and outcome == "memory":
@@ -1554,7 +1614,10 @@ def _leftovers(case: Case, ctx: Context, success: bool) -> List[str]:
         names = os.listdir(ctx.workdir)
     except OSError:
         return []
-    expected = {"case" + s for s in case.files} | {"stderr.log"}
+    expected = {("case" + s).split("/")[0] for s in case.files} | {"stderr.log"}
+    expected |= {("case" + s).split("/")[0] for s in case.special}
+    if case.kind == "savedmodel":
+        expected.add("canary.txt")
     if success:
         expected.add(OUTPUT_NAME)
     return sorted(n for n in names if n not in expected)
@@ -1607,6 +1670,7 @@ class Config:
     memory_mb: Optional[int] = DEFAULT_MEMORY_MB
     file_mb: Optional[int] = DEFAULT_FILE_MB
     recycle: int = 20000            # a worker is replaced after this many cases
+    saved_model_reader: str = "native"   # savedmodel cases: TF2IR_SAVED_MODEL_READER (or auto)
     kill_after: Optional[float] = None   # SIGKILL a case after this long (None: 2 × limit + 5)
 
 
@@ -1632,6 +1696,7 @@ def _worker_main(conn, slot, config: Config, corpus, execute, make, workdir) -> 
     warnings.simplefilter("ignore")
     apply_limits(config.memory_mb, config.file_mb)
     ctx = Context(workdir, slot=slot)
+    ctx.corpus, ctx.saved_model_reader = corpus, config.saved_model_reader
     done = 0
     while True:
         try:
@@ -1896,6 +1961,8 @@ class Fuzzer:
                                                            r"out of memory", tail)
                 if oom:
                     result.outcome = "memory"
+                elif code == -signal.SIGABRT:
+                    result.outcome = "abort"
                 elif stage == "check":
                     result.outcome = "invalid"
                 result.key = (f"worker {name}", where)
@@ -1939,17 +2006,11 @@ class Fuzzer:
         import hashlib
         digest = hashlib.sha1(repr((group.outcome,) + group.key).encode()).hexdigest()[:6]
         base = os.path.join(self.save_dir, f"{slug[:80]}-{digest}")
-        for suffix in (".pb", ".pbtxt", ".ir", ".ir.weights"):
-            if os.path.exists(base + suffix):
-                os.remove(base + suffix)
-        for suffix, data in case.files.items():
-            with open(base + suffix, "wb") as f:
-                f.write(data)
-        group.reproducer = base + next(iter(case.files))
+        group.reproducer = save_case(case, base)
         group.size, group.case = case.size, (case.kind, case.index)
         group.detail = result.detail or group.detail
         sidecar = {**group.as_json(), "seed": self.seed, "origin": case.origin,
-                   "mutations": case.mutations, "traceback": group.detail.get("traceback", ""),
+                   "mutations": case.mutations, "kind": case.kind, "special": case.special, "traceback": group.detail.get("traceback", ""),
                    "replay": f"python -m tf2ir.tools.fuzz --replay {group.reproducer}"}
         with open(base + ".json", "w", encoding="utf-8") as f:
             json.dump(sidecar, f, indent=2)
@@ -1992,14 +2053,14 @@ class Fuzzer:
 
 
 def format_report(report: Dict[str, Any], errors: int = 0) -> str:
-    lines = [f"{'kind':<6} {'cases':>8} {'case s':>8} {'cases/s':>8} "
+    lines = [f"{'kind':<10} {'cases':>8} {'case s':>8} {'cases/s':>8} "
              + " ".join(f"{o:>7}" for o in OUTCOMES)]
     for kind, k in report["kinds"].items():
-        lines.append(f"{kind:<6} {k['cases']:>8} {k['case_seconds']:>8.1f} "
+        lines.append(f"{kind:<10} {k['cases']:>8} {k['case_seconds']:>8.1f} "
                      f"{k['cases_per_second'] or 0:>8.1f} "
                      + " ".join(f"{k['outcomes'][o]:>7}" for o in OUTCOMES))
     t = report["total"]
-    lines.append(f"{'total':<6} {t['cases']:>8} {report['wall_seconds']:>8.1f} "
+    lines.append(f"{'total':<10} {t['cases']:>8} {report['wall_seconds']:>8.1f} "
                  f"{report['cases_per_second_wall'] or 0:>8.1f} "
                  + " ".join(f"{t['outcomes'][o]:>7}" for o in OUTCOMES)
                  + f"   (wall, {report['jobs']} job{'s' if report['jobs'] > 1 else ''})")
@@ -2024,11 +2085,64 @@ def format_report(report: Dict[str, Any], errors: int = 0) -> str:
 
 
 # == replay =================================================================================
+TREES = (".savedmodel", ".manifest")   # the kinds whose case is a folder
+
+
+def save_case(case: Case, base: str) -> str:
+    """Write a case's files as `base` + suffix (a folder `base.savedmodel/` or
+    `base.manifest/` for those kinds, with its special entries in `base.json`); the path
+    to replay."""
+    import shutil
+    for suffix in (".pb", ".pbtxt", ".ir", ".ir.weights") + TREES:
+        path = base + suffix
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+    for suffix, data in case.files.items():
+        os.makedirs(os.path.dirname(base + suffix) or ".", exist_ok=True)
+        with open(base + suffix, "wb") as f:
+            f.write(data)
+    first = next(iter(case.files))
+    if case.kind in ("savedmodel", "manifest"):
+        if not os.path.exists(base + ".json"):
+            with open(base + ".json", "w", encoding="utf-8") as f:
+                json.dump({"kind": case.kind, "origin": case.origin, "mutations": case.mutations,
+                           "special": case.special}, f, indent=2)
+        return base + first.split("/")[0]
+    return base + first
+
+
 def load_case(path: str) -> Case:
-    """A saved reproducer (.pb, .pbtxt, .ir with .ir.weights beside it, or its .json)."""
+    """A saved reproducer (.pb, .pbtxt, .ir with .ir.weights beside it, a .savedmodel or
+    .manifest folder with its .json beside it, or the .json)."""
+    path = path.rstrip(os.sep)
     if path.endswith(".json"):
         base = path[:-5]
-        path = next((base + s for s in (".pb", ".pbtxt", ".ir") if os.path.exists(base + s)), path)
+        path = next((base + s for s in (".pb", ".pbtxt", ".ir") + TREES if os.path.exists(base + s)),
+                    path)
+    if path.endswith(TREES):
+        base, suffix = os.path.splitext(path)
+        files = {}
+        for dirpath, dirnames, names in os.walk(path):
+            dirnames.sort()
+            for n in sorted(names):
+                full = os.path.join(dirpath, n)
+                if os.path.isfile(full) and not os.path.islink(full):
+                    with open(full, "rb") as f:
+                        files[suffix + "/" + os.path.relpath(full, path)] = f.read()
+        sidecar = {}
+        if os.path.exists(base + ".json"):
+            with open(base + ".json", encoding="utf-8") as f:
+                sidecar = json.load(f)
+        if suffix == ".manifest":   # the manifest is the first file
+            first = [k for k in files if os.path.basename(k).startswith("list.")]
+            files = {k: files[k] for k in first + [k for k in files if k not in first]}
+        elif ".savedmodel/saved_model.pb" in files:
+            files = {".savedmodel/saved_model.pb": files.pop(".savedmodel/saved_model.pb"), **files}
+        kind = "savedmodel" if suffix == ".savedmodel" else "manifest"
+        return Case(kind, 0, files, origin=sidecar.get("origin", path),
+                    mutations=sidecar.get("mutations", []), special=sidecar.get("special", {}))
     if path.endswith(".ir.weights"):
         path = path[:-len(".weights")]
     suffix = ".ir" if path.endswith(".ir") else ".pbtxt" if path.endswith(".pbtxt") else ".pb"
@@ -2050,6 +2164,7 @@ def replay(paths: Sequence[str], config: Config) -> int:
     status = 0
     with tempfile.TemporaryDirectory(prefix="tf2ir-replay-") as workdir:
         ctx = Context(workdir)
+        ctx.saved_model_reader = config.saved_model_reader
         for path in paths:
             case = load_case(path)
             result = run_case(case, execute_case, ctx, config.time_limit, full_traceback=True)
@@ -2076,7 +2191,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--seconds", type=float, help="run this long (wall clock)")
     parser.add_argument("--cases", type=int, help="or run this many cases of each kind")
     parser.add_argument("--kind", default="all",
-                        help="pb, pbtxt, ir, all, or a comma-separated list (default all)")
+                        help="pb, pbtxt, ir, savedmodel, manifest, all, or a comma-separated list "
+                             "(default all)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (cases are reproducible)")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", metavar="FILE", help="write the report as JSON")
@@ -2090,13 +2206,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help=f"largest file a case may write (default {DEFAULT_FILE_MB})")
     parser.add_argument("--corpus", action="append", default=[], metavar="PATH",
                         help="more seed graphs (.pb/.pbtxt files or folders of them)")
+    parser.add_argument("--saved-model-reader", choices=("native", "auto"), default="native",
+                        help="savedmodel cases: the native reader only (default), or auto: "
+                             "TensorFlow freezes what it refuses, as `tf2ir convert` does "
+                             "(imports TensorFlow in each worker; give --memory-mb 8192)")
     parser.add_argument("--errors", type=int, default=0, metavar="N",
                         help="also list the N most common clean errors per kind")
     parser.add_argument("--replay", nargs="+", metavar="FILE",
                         help="run saved reproducers in this process and print tracebacks")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
-    config = Config(args.seed, args.time_limit or None, args.memory_mb or None, args.file_mb or None)
+    config = Config(args.seed, args.time_limit or None, args.memory_mb or None, args.file_mb or None,
+                    saved_model_reader=args.saved_model_reader)
     if args.replay:
         return replay(args.replay, config)
     if args.seconds is None and args.cases is None:
@@ -2108,9 +2229,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     save = args.save or os.path.join(tempfile.gettempdir(), "fuzz", f"seed{args.seed}")
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     from tf2ir.plugins.manager import PluginManager
-    corpus = build_corpus(PluginManager(), args.corpus)
+    corpus = build_corpus(PluginManager(), args.corpus, kinds)
+    if "savedmodel" in kinds and not corpus.saved_models:
+        parser.error("--kind savedmodel needs its seed SavedModels, which are made once with "
+                     "TensorFlow (not importable here)")
     if progress:
-        progress(f"corpus: {len(corpus.graphs)} graphs, {len(corpus.irs)} IR files; "
+        progress(f"corpus: {len(corpus.graphs)} graphs, {len(corpus.irs)} IR files, "
+                 f"{len(corpus.saved_models)} SavedModels; "
                  f"kinds {','.join(kinds)}, seed {args.seed}, {args.jobs} job(s); reproducers in {save}")
     fuzzer = Fuzzer(kinds, args.seed, args.jobs, config, save, corpus, progress=progress)
     fuzzer.run(seconds=args.seconds, cases=args.cases)
