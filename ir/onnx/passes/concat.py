@@ -31,7 +31,7 @@ def flatten_concats(g: LoweredGraph) -> int:
                     users[moved] = [outer if u is inner else u for u in users.get(moved, [])]
             else:
                 inputs.append(name)
-        if len(inputs) != len(outer.input):
+        if inputs != list(outer.input):     # (a one-input inner Concat keeps the count)
             del outer.input[:]
             outer.input.extend(inputs)
     g.keep_only(dead)
