@@ -10,7 +10,8 @@ from typing import Any, Iterator, Optional, Tuple
 import numpy as np
 
 from tf2ir.ir import ConversionError
-from tf2ir.ir.tensor import numpy_dtype
+from tf2ir.ir.errors import ExitStatus
+from tf2ir.ir.tensor import TENSOR_TYPES, numpy_dtype
 
 # TF DataType enum → IR dtype name (reference types are these + 100).
 TF_DTYPES = {
@@ -91,6 +92,10 @@ def tensor_to_numpy(proto) -> np.ndarray:
     that do not fit the dtype, or a repeated-value ("splat") tensor larger than the bound
     in force (`tensor_limit`) is a ConversionError."""
     dtype = ir_dtype(proto.dtype)
+    if dtype not in TENSOR_TYPES:   # variant, resource: handles, which no constant holds
+        raise ConversionError(f"a constant tensor of dtype {dtype} is not supported (TF "
+                              "handle dtypes have no value tf2ir can hold)",
+                              exit_code=ExitStatus.UNSUPPORTED)
     if proto.tensor_shape.unknown_rank:
         raise ConversionError("a tensor's shape must be known (it says unknown rank)")
     shape = tuple(int(d.size) for d in proto.tensor_shape.dim)

@@ -40,8 +40,9 @@ def captured_keys(meta_graph, graph_def, bundle) -> Dict[str, str]:
     if not calls or key not in bundle:
         return {}
     from tensorboard.compat.proto.trackable_object_graph_pb2 import TrackableObjectGraph
+    value = bundle.tensor(key)[2].ravel()   # a checksum or layout error is the file's
     try:
-        checkpoint = TrackableObjectGraph.FromString(bytes(bundle.tensor(key)[2].ravel()[0]))
+        checkpoint = TrackableObjectGraph.FromString(bytes(value[0]))
     except Exception:
         return {}
     keys: Dict[int, str] = {}
@@ -110,7 +111,9 @@ class _Scope:
         if cached is None:
             from tf2ir.parser.attrs import tensor_to_numpy
             array = tensor_to_numpy(value[1].attr["value"].tensor).ravel()
-            cached = [v.decode() if isinstance(v, bytes) else str(v) for v in array]
+            # keys as the checkpoint reader gives them (slice keys are binary)
+            cached = [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
+                      for v in array]
             self._decoded[id(value[1])] = cached
         return cached
 

@@ -102,7 +102,8 @@ class TfNode:
                     kind, value = decode_attr(self._def.attr[key])
                 except ConversionError as exc:
                     raise ConversionError(f"attribute '{key}': {exc.message}", node=self.name,
-                                          op_type=self.op_type) from None
+                                          op_type=self.op_type,
+                                          exit_code=exc.exit_code) from None
                 _check_kind(self, key, kind, value)
                 self._kinds[key], attrs[key] = kind, value
             self._attrs = attrs

@@ -26,20 +26,22 @@ TensorFlow where it is installed.
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.parser import mapped_graph
-from tf2ir.parser.checkpoint_keys import INIT_SIGNATURE, Sources, captured_keys
+from tf2ir.parser.checkpoint_keys import FILE_INIT_OPS, INIT_SIGNATURE, Sources, captured_keys
 from tf2ir.parser.mapped_graph import MappedConst, MappedGraphDef
+from tf2ir.parser.model_files import open_regular, read_regular, within
 from tf2ir.parser.resources import NeedsTensorFlow, Variable, freeze_resources
 
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 TABLE_OPS = ("HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable")
 
 Frozen = Tuple[object, List[str], List[str]]   # (GraphDef, input names, output tensor names)
+MAX_PROTO_BYTES = (2 << 30) - 1   # protobuf parses no larger message
 
 
 def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
@@ -90,7 +92,10 @@ def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
             raise NeedsTensorFlow("the variable's checkpoint entry is not found from the "
                                   "SavedModel's restore op", model=path, node=node.name,
                                   op_type=node.op)
-        dtype, shape, value = bundle.tensor(key)
+        try:
+            dtype, shape, value = bundle.tensor(key)
+        except ConversionError as exc:
+            raise exc.located(node=node.name, op_type=node.op)
         declared = node.attr["dtype"].type
         if declared % 100 != dtype:
             raise ConversionError(f"checkpoint entry '{key}' has dtype {dtype}, the variable "
@@ -145,23 +150,7 @@ def _prune_library(graph_def) -> None:
 
 # -- the SavedModel file -----------------------------------------------------------------------
 def _meta_graph(path: str, tags: Sequence[str]):
-    from google.protobuf import message, text_format
-
-    from tf2ir.parser.tensor_bundle import bundle_messages
-    saved_model = bundle_messages()[2]()
-    binary = os.path.join(path, "saved_model.pb")
-    text = os.path.join(path, "saved_model.pbtxt")
-    try:
-        if os.path.isfile(binary):
-            with open(binary, "rb") as f:
-                saved_model.ParseFromString(f.read())
-        else:
-            with open(text, encoding="utf-8") as f:
-                text_format.Parse(f.read(), saved_model)
-    except OSError as exc:
-        raise ConversionError(f"cannot read saved_model.pb: {exc.strerror}", model=path) from None
-    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as exc:
-        raise ConversionError(f"saved_model.pb is not a SavedModel: {exc}", model=path) from None
+    saved_model = _saved_model(path)
     wanted = set(tags)
     if not wanted and len(saved_model.meta_graphs) == 1:
         return saved_model.meta_graphs[0]   # no tags asked: the only MetaGraph, as TF loads
@@ -174,6 +163,71 @@ def _meta_graph(path: str, tags: Sequence[str]):
     raise ConversionError(f"cannot load SavedModel with tags {','.join(tags) or '(none)'}: no "
                           f"MetaGraph has them (available: {'; '.join(available) or 'none'})",
                           model=path)
+
+
+def check_assets(path: str) -> None:
+    """Refuse, before TensorFlow loads the SavedModel at `path` (and reads its assets, a
+    vocabulary file into a table), what would make it read a file outside the directory:
+    an AssetFileDef filename that does not resolve inside `assets/` (`../x`, an absolute
+    path, a symlink out), an asset that is not a regular file, or a file-initialised table
+    whose file name is a constant (not an asset) naming a path outside the directory."""
+    assets = os.path.join(path, "assets")
+    for meta_graph in _saved_model(path).meta_graphs:
+        fed = set()
+        for asset in meta_graph.asset_file_def:
+            target = os.path.join(assets, asset.filename)
+            if not (asset.filename and within(target, assets) and within(assets, path)):
+                raise ConversionError(f"asset file name {asset.filename!r} leaves the "
+                                      "SavedModel's assets directory; refused", model=path)
+            if os.path.lexists(target):
+                os.close(open_regular(target, "asset", path, path))
+            fed.add(asset.tensor_info.name.split(":")[0])
+        bodies = [(meta_graph.graph_def.node, fed)]
+        bodies += [(f.node_def, ()) for f in meta_graph.graph_def.library.function]
+        for body, assets_fed in bodies:
+            nodes = {n.name: n for n in body}
+            for node in body:
+                if node.op in FILE_INIT_OPS and len(node.input) > 1:
+                    name = _constant_string(nodes, node.input[1], assets_fed)
+                    if name is not None and not within(name, path):
+                        raise ConversionError(
+                            f"the lookup table initializer reads file {name!r}, outside the "
+                            "SavedModel directory; refused", model=path, node=node.name,
+                            op_type=node.op)
+
+
+def _constant_string(nodes, ref: str, fed) -> Optional[str]:
+    """The string a Const (through Identity nodes) gives `ref`, unless an asset feeds it."""
+    for _ in range(64):
+        node = nodes.get(ref.split(":")[0])
+        if node is None or node.name in fed:
+            return None
+        if node.op == "Const":
+            values = node.attr["value"].tensor.string_val
+            return values[0].decode("utf-8", "replace") if len(values) == 1 else None
+        if node.op != "Identity" or not node.input:
+            return None
+        ref = node.input[0]
+    return None
+
+
+def _saved_model(path: str):
+    from google.protobuf import message, text_format
+
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    saved_model = bundle_messages()[2]()
+    binary = os.path.join(path, "saved_model.pb")
+    text = os.path.join(path, "saved_model.pbtxt")
+    try:
+        if os.path.lexists(binary):
+            saved_model.ParseFromString(read_regular(binary, "saved_model.pb", path,
+                                                     MAX_PROTO_BYTES, path))
+        else:
+            text_format.Parse(read_regular(text, "saved_model.pbtxt", path, MAX_PROTO_BYTES,
+                                           path).decode("utf-8"), saved_model)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as exc:
+        raise ConversionError(f"saved_model.pb is not a SavedModel: {exc}", model=path) from None
+    return saved_model
 
 
 def _signature(meta_graph, name: str, path: str):
@@ -195,7 +249,7 @@ def _tensor_name(info, what: str, path: str) -> str:
 
 def _bundle(path: str):
     from tf2ir.parser.tensor_bundle import TensorBundle
-    return TensorBundle(os.path.join(path, "variables", "variables"), model=path)
+    return TensorBundle(os.path.join(path, "variables", "variables"), model=path, root=path)
 
 
 def _upstream(nodes, roots: List[str]) -> Set[str]:
@@ -235,7 +289,10 @@ def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
             const.name = name
             del const.input[:]
         else:
-            set_const(const, *bundle.tensor(value))
+            try:
+                set_const(const, *bundle.tensor(value))
+            except ConversionError as exc:
+                raise exc.located(node=node.name, op_type=node.op)
     write_const_table(graph_def, node, node.attr["key_dtype"].type,
                       node.attr["value_dtype"].type, (keys, values), fill)
 

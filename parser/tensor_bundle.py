@@ -12,20 +12,47 @@ the file and never copied before the converter needs it.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import struct
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.tensor import TENSOR_TYPES, numpy_dtype
+from tf2ir.parser.attrs import TF_DTYPE_NAMES, TF_DTYPES
+from tf2ir.parser.model_files import open_regular, read_regular
 from tf2ir.parser.resources import NeedsTensorFlow
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48            # two BlockHandles padded to 40 bytes, then the 8-byte magic
-BLOCK_TRAILER_SIZE = 5      # compression type byte + masked crc32
+BLOCK_TRAILER_SIZE = 5      # compression type byte + masked crc32c
+MAX_INDEX_BYTES = 1 << 30   # an index of a million variables takes some 100 MB
+MAX_RANK = 32
+MASK_DELTA = 0xA282EAD8
 _MESSAGES = None
+
+
+def crc32c(data, crc: int = 0) -> int:
+    """The crc32c of bytes-like `data` (a mapped shard's bytes too, uncopied), extending `crc`."""
+    try:
+        import google_crc32c
+    except ImportError:
+        raise ConversionError("checking checkpoint checksums needs the google-crc32c package "
+                              "(pip install google-crc32c)") from None
+    return google_crc32c.extend(crc, np.frombuffer(data, np.uint8))
+
+
+def mask(crc: int) -> int:
+    """A crc32c as TensorFlow (and LevelDB) store it: rotated right 15 bits, plus a delta."""
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask(masked: int) -> int:
+    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
 def bundle_messages():
@@ -75,6 +102,10 @@ class _Unsupported(ValueError):
     """A valid table that tf2ir does not read (TensorFlow does)."""
 
 
+class _ChecksumError(ValueError):
+    """A table block whose crc32c does not match its bytes."""
+
+
 def _varint(data, pos: int) -> Tuple[int, int]:
     result = shift = 0
     while True:
@@ -115,6 +146,10 @@ class _Table:
         if end + BLOCK_TRAILER_SIZE > len(self.data):
             raise ValueError("block handle past the end of the file")
         kind = self.data[end]
+        stored = struct.unpack_from("<I", self.data, end + 1)[0]
+        if mask(crc32c(memoryview(self.data)[offset:end + 1])) != stored:
+            raise _ChecksumError(f"checksum does not match in the table block at byte {offset}; "
+                                 "the file is corrupt")
         if kind != 0:
             raise _Unsupported(f"its table block is compressed (type {kind}); tf2ir reads "
                                "uncompressed tables, as TensorFlow writes them")
@@ -146,18 +181,15 @@ class _Table:
 
 
 class TensorBundle:
-    """A checkpoint's entries by key; `tensor(key)` reads one as a numpy array."""
+    """A checkpoint's entries by key; `tensor(key)` reads one as a numpy array, after checking
+    every field it uses from the index against the shard and the entry's crc32c."""
 
-    def __init__(self, prefix: str, model: str = "<checkpoint>"):
-        self.prefix, self.model = prefix, model
+    def __init__(self, prefix: str, model: str = "<checkpoint>", root: Optional[str] = None):
+        """`root`: the directory the index and shards must resolve inside (the SavedModel's)."""
+        self.prefix, self.model, self.root = prefix, model, root
         header_class, entry_class, _ = bundle_messages()
         index_path = prefix + ".index"
-        try:
-            with open(index_path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise ConversionError(f"cannot read the checkpoint index {index_path}: "
-                                  f"{exc.strerror}", model=model) from None
+        data = read_regular(index_path, "checkpoint index", model, MAX_INDEX_BYTES, root)
         self.entries: Dict[str, object] = {}
         header = None
         try:
@@ -170,6 +202,8 @@ class TensorBundle:
                     self.entries[name] = entry_class.FromString(bytes(value))
         except _Unsupported as exc:
             raise NeedsTensorFlow(f"checkpoint index {index_path}: {exc}", model=model) from None
+        except _ChecksumError as exc:
+            raise ConversionError(f"checkpoint index {index_path}: {exc}", model=model) from None
         except Exception as exc:   # ValueError, DecodeError, UnicodeDecodeError
             raise ConversionError(f"{index_path} is not a TensorFlow checkpoint index: {exc}",
                                   model=model) from None
@@ -178,20 +212,27 @@ class TensorBundle:
         if header.endianness != 0:
             raise NeedsTensorFlow("the checkpoint is big-endian; tf2ir reads little-endian "
                                   "checkpoints", model=model)
+        if header.num_shards < 0:
+            raise ConversionError(f"{index_path} says {header.num_shards} shards", model=model)
         self.num_shards = max(1, header.num_shards)
-        self._shards: Dict[int, mmap.mmap] = {}
+        self._shards: Dict[int, object] = {}
+        self._checked: set = set()
 
-    def _shard(self, shard: int) -> mmap.mmap:
+    def shard_path(self, shard: int) -> str:
+        return f"{self.prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
+
+    def _shard(self, shard: int):
         if shard not in self._shards:
-            path = f"{self.prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
+            path = self.shard_path(shard)
+            fd = open_regular(path, "checkpoint shard", self.model, self.root)
             try:
-                with open(path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    self._shards[shard] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) \
-                        if size else b""
+                size = os.fstat(fd).st_size
+                self._shards[shard] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
             except OSError as exc:
                 raise ConversionError(f"cannot read checkpoint shard {path}: {exc.strerror}",
                                       model=self.model) from None
+            finally:
+                os.close(fd)
         return self._shards[shard]
 
     def __contains__(self, key: str) -> bool:
@@ -199,53 +240,82 @@ class TensorBundle:
 
     def tensor(self, key: str) -> Tuple[int, List[int], np.ndarray]:
         """(TF DataType enum, shape, numpy array) of checkpoint entry `key`; a numeric
-        array is a read-only view of the mapped shard."""
-        from tf2ir.parser.attrs import ir_dtype, numpy_dtype
+        array is a read-only view of the mapped shard. A field of the entry that does not
+        fit the shard (dtype, dims, shard, offset, size) or a crc32c that does not match its
+        bytes is a ConversionError naming the entry."""
         entry = self.entries.get(key)
         if entry is None:
             raise ConversionError(f"checkpoint has no entry '{key}'", model=self.model)
         if entry.slices:
             raise NeedsTensorFlow(f"checkpoint entry '{key}' is a partitioned (sliced) "
                                   "variable; tf2ir reads whole tensors only", model=self.model)
+
+        def bad(text: str) -> ConversionError:
+            return ConversionError(f"checkpoint entry '{key}' {text}", model=self.model)
+        dtype = TF_DTYPES.get(entry.dtype)
+        if dtype is None or dtype not in TENSOR_TYPES:
+            name = dtype or TF_DTYPE_NAMES.get(entry.dtype, f"enum {entry.dtype}")
+            raise bad(f"has dtype {name}, which tf2ir does not read from a checkpoint")
+        if entry.shape.unknown_rank:
+            raise bad("has an unknown rank")
         shape = [int(d.size) for d in entry.shape.dim]
-        try:
-            dtype = ir_dtype(entry.dtype)
-        except ConversionError as exc:
-            raise ConversionError(f"checkpoint entry '{key}': {exc.message}",
-                                  model=self.model) from None
+        if any(d < 0 for d in shape):
+            raise bad(f"has shape {shape}, with a negative dimension")
+        if len(shape) > MAX_RANK or math.prod(d for d in shape if d) >= 1 << 58:
+            raise bad(f"has shape {shape}, too large for a tensor")
+        if not 0 <= entry.shard_id < self.num_shards:
+            raise bad(f"names shard {entry.shard_id}; the checkpoint has {self.num_shards}")
         data = self._shard(entry.shard_id)
-        if entry.offset < 0 or entry.offset + entry.size > len(data):
-            raise ConversionError(f"checkpoint entry '{key}' lies past the end of its shard",
-                                  model=self.model)
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > len(data):
+            raise bad(f"(bytes {entry.offset}..{entry.offset + entry.size}) lies outside its "
+                      f"shard {self.shard_path(entry.shard_id)} ({len(data)} bytes)")
+        count = math.prod(shape)
         view = memoryview(data)[entry.offset:entry.offset + entry.size]
         if dtype == "string":
-            return entry.dtype, shape, _strings(view, count, key, self.model)
-        np_dtype = numpy_dtype(dtype)
-        if entry.size != count * np_dtype.itemsize:
-            raise ConversionError(f"checkpoint entry '{key}' has {entry.size} bytes; shape "
-                                  f"{shape} of {dtype} needs {count * np_dtype.itemsize}",
-                                  model=self.model)
-        return entry.dtype, shape, np.frombuffer(view, np_dtype, count).reshape(shape)
+            value, crc = _strings(view, count, bad)
+        else:
+            np_dtype = numpy_dtype(dtype)
+            if entry.size != count * np_dtype.itemsize:
+                raise bad(f"has {entry.size} bytes; shape {shape} of {dtype} needs "
+                          f"{count * np_dtype.itemsize}")
+            value = np.frombuffer(view, np_dtype, count).reshape(shape)
+            crc = None if key in self._checked else crc32c(view)
+        if key not in self._checked:
+            if mask(crc) != entry.crc32c:
+                raise bad(f"in {self.shard_path(entry.shard_id)}: checksum does not match "
+                          f"(stored {unmask(entry.crc32c):#010x}, computed {crc:#010x}); "
+                          "the file is corrupt")
+            self._checked.add(key)
+        return entry.dtype, shape, value
 
 
-def _strings(view: memoryview, count: int, key: str, model: str) -> np.ndarray:
-    """A string tensor's bytes: `count` varint lengths, a 4-byte checksum, then the strings."""
+def _strings(view: memoryview, count: int, bad) -> Tuple[np.ndarray, int]:
+    """A string tensor's bytes: `count` varint lengths, the masked crc32c of the lengths, then
+    the strings; → (array, crc32c as TensorFlow computes it: the lengths as little-endian
+    uint32 (uint64 past 4 GiB), the 4 checksum bytes, the strings' bytes)."""
+    if count > len(view):    # each length takes a byte at least
+        raise bad(f"is malformed: {count} strings in {len(view)} bytes")
     try:
         lengths, pos = [], 0
         for _ in range(count):
             length, pos = _varint(view, pos)
             lengths.append(length)
-        pos += 4
-        values = []
-        for length in lengths:
-            if pos + length > len(view):
-                raise ValueError("string past the end of the entry")
-            values.append(bytes(view[pos:pos + length]))
-            pos += length
     except ValueError as exc:
-        raise ConversionError(f"checkpoint string entry '{key}' is malformed: {exc}",
-                              model=model) from None
+        raise bad(f"is malformed: {exc}") from None
+    crc = crc32c(b"".join(struct.pack("<I" if n <= 0xFFFFFFFF else "<Q", n) for n in lengths))
+    if pos + 4 > len(view):
+        raise bad("is malformed: string past the end of the entry")
+    if struct.unpack_from("<I", view, pos)[0] != mask(crc):
+        raise bad("checksum does not match (the string lengths'); the file is corrupt")
+    crc = crc32c(view[pos:pos + 4], crc)
+    pos += 4
+    if pos + sum(lengths) > len(view):
+        raise bad("is malformed: string past the end of the entry")
+    crc = crc32c(view[pos:pos + sum(lengths)], crc)
+    values = []
+    for length in lengths:
+        values.append(bytes(view[pos:pos + length]))
+        pos += length
     out = np.empty(count, object)
     out[:] = values
-    return out
+    return out, crc
