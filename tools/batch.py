@@ -31,6 +31,15 @@ a path string or {"path": "a.pb", "inputs": ["input:1,224,224,3"], "outputs": ["
 "fusion": ["off:gelu"], "output": "a.onnx"}; paths are relative to the manifest. --inputs,
 --outputs and --fusion are the defaults for models that do not set their own.
 
+A manifest may come from someone else: it decides what is read, never where anything is
+written. Each "output" is relative to -o and must stay inside it once resolved ('..',
+absolute paths and symlinks that lead out are refused, as are an output's or sidecar's
+symlink out of -o), checked before anything is written (exit 2, one line naming the
+entry). Model paths may point anywhere the user running batch can read (relative to the
+manifest, or absolute), as on a command line; they are only read, and only regular files.
+A manifest is at most 16 MiB, its fields are type-checked (strings, lists of strings, no
+NUL), and YAML aliases (*name, <<: *name) are refused, so a small file cannot expand.
+
 A model whose output exists is skipped when its sidecar OUT.onnx.tf2ir.json records the same
 input bytes (sha256), options and tf2ir version; --force converts it anyway.
 
@@ -60,6 +69,10 @@ class Job:
     fusion: List[str] = field(default_factory=list)
     max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
     report_html: Optional[str] = None         # --report-html: this model's HTML report
+    label: str = ""                           # names it in errors: "model #2 ('a.pb') of m.json"
+
+    def __post_init__(self):
+        self.label = self.label or f"model {self.name!r}"
 
 
 @dataclass
@@ -131,66 +144,36 @@ def jobs_from_directory(directory: str, out_dir: str, defaults: Dict[str, List[s
             for n in names]
 
 
-def _load_manifest(path: str):
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError as exc:
-        raise ConversionError(f"the manifest is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-                              f"at offset {exc.start})", model=path, exit_code=EXIT_USAGE) from None
-    try:
-        return _parse_manifest(path, text)
-    except RecursionError:
-        raise ConversionError("the manifest is nested too deeply", model=path,
-                              exit_code=EXIT_USAGE) from None
-
-
-def _parse_manifest(path: str, text: str):
-    if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError:
-            raise ConversionError("a YAML manifest needs PyYAML (pip install pyyaml); "
-                                  "or write the manifest as JSON", model=path,
-                                  exit_code=EXIT_USAGE) from None
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConversionError(f"not a valid YAML manifest: {str(exc).splitlines()[0]}",
-                                  model=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConversionError(f"not a valid JSON manifest: {exc}", model=path) from None
-
-
 def jobs_from_manifest(path: str, out_dir: str, defaults: Dict[str, List[str]]) -> List[Job]:
-    data = _load_manifest(path)
-    entries = data.get("models") if isinstance(data, dict) else data
-    if not isinstance(entries, list):
-        raise ConversionError('a manifest is a list of models or {"models": [...]}',
-                              model=path, exit_code=EXIT_USAGE)
+    """The manifest's models (tools/manifest.py reads and checks it); model paths are
+    relative to the manifest, outputs to `out_dir`, which no output may leave."""
+    from tf2ir.tools.manifest import read_manifest
     base = os.path.dirname(os.path.abspath(path))
     jobs = []
-    for index, entry in enumerate(entries):
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            raise ConversionError(f"model #{index + 1} has no \"path\"", model=path,
-                                  exit_code=EXIT_USAGE)
-        unknown = sorted(set(entry) - {"path", "inputs", "outputs", "fusion", "output"})
-        if unknown:
-            raise ConversionError(f"model {entry['path']!r} has unknown keys {', '.join(unknown)}",
-                                  model=path, exit_code=EXIT_USAGE)
-        try:
-            options = {key: _split_list(entry[key]) if key in entry else defaults[key]
-                       for key in ("inputs", "outputs", "fusion")}
-        except ConversionError as exc:
-            raise exc.located(model=f"{path}, model {entry['path']!r}")
-        output = (os.path.join(out_dir, entry["output"]) if entry.get("output")
-                  else _default_output(out_dir, entry["path"]))
-        jobs.append(Job(entry["path"], os.path.join(base, entry["path"]), output, **options))
+    for entry in read_manifest(path):
+        options = {key: getattr(entry, key) if getattr(entry, key) is not None else defaults[key]
+                   for key in ("inputs", "outputs", "fusion")}
+        output = (os.path.join(out_dir, entry.output) if entry.output
+                  else _default_output(out_dir, entry.path))
+        jobs.append(Job(entry.path, os.path.join(base, entry.path), output, **options,
+                        label=f"{entry.label} of {path}"))
     return sorted(jobs, key=lambda j: j.name)
+
+
+def refuse_escapes(jobs: Sequence[Job], out_dir: str, pages_dir: Optional[str] = None) -> None:
+    """Before anything is written: every output and sidecar, resolved (symlinks followed),
+    stays inside `out_dir`, and every report page inside `pages_dir` (exit 2, one line)."""
+    from tf2ir.tools.manifest import inside, shown
+    for job in jobs:
+        paths = [(job.output, "output", out_dir), (job.output + SIDECAR_SUFFIX, "sidecar", out_dir)]
+        if job.report_html and pages_dir:
+            paths.append((job.report_html, "report page", pages_dir))
+        for path, what, root in paths:
+            if not inside(root, path):
+                raise ConversionError(
+                    f"{job.label}: its {what} {shown(path)} resolves to "
+                    f"{shown(os.path.realpath(path))}, outside {shown(root)}; name a path inside it",
+                    exit_code=EXIT_USAGE)
 
 
 def parse_shard(spec: str) -> Tuple[int, int]:
@@ -467,16 +450,26 @@ def run(args) -> int:
     else:
         raise ConversionError("the input does not exist (expected a directory or a manifest)",
                               model=args.input)
+    from tf2ir.tools.manifest import shown
     outputs: Dict[str, str] = {}
     for job in jobs:
-        other = outputs.setdefault(os.path.abspath(job.output), job.name)
+        other = outputs.setdefault(os.path.realpath(job.output), job.name)
         if other != job.name:
-            raise ConversionError(f"models {other!r} and {job.name!r} would both write {job.output}; "
-                                  "name their outputs in a manifest", exit_code=EXIT_USAGE)
+            raise ConversionError(f"models {shown(other)} and {shown(job.name)} would both write "
+                                  f"{shown(job.output)}; name their outputs in a manifest",
+                                  exit_code=EXIT_USAGE)
     if args.report_html:
-        from tf2ir.tools.report import page_name
+        from tf2ir.tools.report import INDEX_PAGE, page_name
+        pages: Dict[str, str] = {INDEX_PAGE: ""}
         for job in jobs:
             job.report_html = os.path.join(args.report_html, page_name(job.name))
+            page = page_name(job.name)
+            other = pages.setdefault(page, job.name)
+            if other != job.name:
+                whose = "the batch index" if page == INDEX_PAGE else f"the page of {shown(other)}"
+                raise ConversionError(f"{job.label}: its report page {shown(page)} would "
+                                      f"overwrite {whose}", exit_code=EXIT_USAGE)
+    refuse_escapes(jobs, args.out_dir, args.report_html)
     _refuse_outputs(jobs, args)
     for job in jobs:
         job.max_tensor_bytes = args.max_tensor_bytes

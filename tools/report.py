@@ -13,9 +13,12 @@ layout library (report_assets/: dagre from the npm registry), so the page needs 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
+import re
 import time
+import urllib.parse
 from dataclasses import replace
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -292,27 +295,72 @@ def _finite(x: float) -> float:
 
 
 # -- the page --------------------------------------------------------------------------------
+# Every string from a model or a file name reaches the page escaped for its context
+# (DESIGN decision 12): element text and attribute values by `html_text`, URLs by `href`,
+# the data by `script_json` (no '<', '>', '&', U+2028, U+2029 left raw in the script
+# element); the page's script puts strings into the DOM through its `esc` only. The page's
+# Content-Security-Policy runs only its own scripts (by hash): no inline handler, no
+# javascript: URL and no other script element runs, whatever a string holds.
+PLACEHOLDER = re.compile(r"/\*%([A-Z_]+)%\*/")
+_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+INDEX_PAGE = "index.html"
+
+
 def _asset(name: str) -> str:
     with open(os.path.join(ASSETS, name), encoding="utf-8") as f:
         return f.read()
 
 
+def html_text(value: Any) -> str:
+    """`value` as element text or a quoted attribute value (quotes escaped); NUL, which a
+    page cannot hold, becomes U+FFFD."""
+    return html.escape(str(value), quote=True).replace("\0", "\ufffd")
+
+
+def href(path: str) -> str:
+    """A relative link to the file `path` (a name in the same directory), for a quoted
+    href: percent-encoded ('/' and ':' too), so it can never name a scheme (javascript:)
+    or another host."""
+    return html_text(urllib.parse.quote(path, safe=""))
+
+
+def script_json(data: Any) -> str:
+    """`data` as JSON safe inside a <script> element: nothing can close the element or
+    open a comment, and the line separators a JavaScript parser might trip on are escaped."""
+    text = json.dumps(data, separators=(",", ":"), default=str)   # ASCII: U+2028 as \u2028
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _script_text(text: str) -> str:
+    """A script's source as the HTML parser will see it (so that its hash matches)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("</script", "<\\/script")
+
+
+def _csp_hash(script: str) -> str:
+    import base64
+    import hashlib
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
 def render_html(data: Dict[str, Any]) -> str:
-    """The page: template, style, layout library, script and data, all inline."""
-    payload = json.dumps(data, separators=(",", ":"), default=str).replace("<", "\\u003c")
+    """The page: template, style, layout library, script and data, all inline. The template's
+    placeholders are filled in one pass, so no inserted text is ever scanned again."""
     library = "\n".join(line for line in _asset("dagre.min.js").splitlines()
                         if not line.startswith("//# sourceMappingURL"))
+    template = _asset("report.html")
+    values = {"STYLE": _asset("report.css").replace("</", "<\\/"),
+              "LIBRARY": _script_text(library), "SCRIPT": _script_text(_asset("report.js")),
+              "DATA": script_json(data)}
+    own = [s for s in _SCRIPT.findall(template) if not PLACEHOLDER.search(s)]
+    values["SCRIPT_HASHES"] = " ".join(_csp_hash(s) for s in
+                                       own + [values["LIBRARY"], values["SCRIPT"]])
     title = os.path.basename(str(data["summary"]["model"]).rstrip("/")) or "model"
-    page = _asset("report.html")
-    for key, text in (("STYLE", _asset("report.css")), ("LIBRARY", library),
-                      ("SCRIPT", _asset("report.js")), ("DATA", payload),
-                      ("TITLE", _html_escape(title))):
-        page = page.replace("/*%" + key + "%*/", text.replace("</script", "<\\/script"))
-    return page
-
-
-def _html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    values["TITLE"] = html_text(title)
+    return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 def write_html(text: str, path: str) -> None:
@@ -344,26 +392,34 @@ def page_name(model_name: str) -> str:
     return model_name.replace(os.sep, "__").replace("/", "__") + ".html"
 
 
+INDEX_STYLE = ("body{font:13px system-ui,sans-serif;margin:12px}table{border-collapse:collapse}"
+               "td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
+               ".failed td,.unsupported td,.mismatch td{color:#b00}")
+# The index runs no script at all: a string that slipped through could not run one either.
+INDEX_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
 def write_index(directory: str, results: Sequence[Dict[str, Any]], jobs, seconds: float) -> None:
-    """DIR/index.html: the batch table, each model linking its report page."""
+    """DIR/index.html: the batch table, each model linking its report page. Every name and
+    message is escaped for its context (html_text, href)."""
     pages = {job.name: os.path.basename(job.report_html) for job in jobs if job.report_html}
     rows = []
     for r in results:
         page = pages.get(r["name"])
         exists = page and os.path.exists(os.path.join(directory, page))
-        name = (f'<a href="{_html_escape(page)}">{_html_escape(r["name"])}</a>' if exists
-                else _html_escape(r["name"]))
-        rows.append(f'<tr class="{r["status"]}"><td>{name}</td><td>{r["status"]}</td>'
-                    f'<td>{r["seconds"]:.2f}</td><td>{_html_escape(r["message"])}</td></tr>')
+        name = (f'<a href="{href(page)}">{html_text(r["name"])}</a>' if exists
+                else html_text(r["name"]))
+        status = html_text(r["status"])
+        rows.append(f'<tr class="{status}"><td>{name}</td><td>{status}</td>'
+                    f'<td>{float(r["seconds"]):.2f}</td><td>{html_text(r["message"])}</td></tr>')
     counts: Dict[str, int] = {}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tf2ir batch"
-            "</title><style>body{font:13px system-ui,sans-serif;margin:12px}table{border-collapse:"
-            "collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
-            ".failed td,.unsupported td,.mismatch td{color:#b00}</style></head><body>"
+    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{INDEX_CSP}">'
+            f"<title>tf2ir batch</title><style>{INDEX_STYLE}</style></head><body>"
             f"<h1>tf2ir batch: {len(results)} models in {seconds:.1f} s</h1><p>"
-            + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) +
+            + html_text(", ".join(f"{n} {s}" for s, n in sorted(counts.items()))) +
             "</p><table><tr><th>model</th><th>status</th><th>s</th><th>message</th></tr>"
             + "".join(rows) + "</table></body></html>\n")
-    write_html(text, os.path.join(directory, "index.html"))
+    write_html(text, os.path.join(directory, INDEX_PAGE))

@@ -8,6 +8,8 @@
   const TITLES = { tf: "TensorFlow", ir: "IR", onnx: "ONNX" };
   const FIRST_BUDGET = 36;     // boxes a pane opens groups up to, at first
   const MORE_BUDGET = 400;     // boxes "open more" opens groups up to (dagre slows down beyond)
+  // Every string of DATA (model, node, op, attribute, scope and file names) reaches the DOM
+  // through esc (element text and quoted attribute values) or textContent, never raw.
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
 
   // -- per graph: group tree, ancestors, counts ---------------------------------------------
@@ -138,13 +140,13 @@
       if (key[0] !== "c") continue;
       const c = layout.node(key), k = +key.slice(1), gr = m.groups[k];
       const x = c.x - c.width / 2, y = c.y - c.height / 2;
-      parts.push(`<g class="grp open ${gr.kind}${m.bad[k] ? " bad" : ""}" data-g="${k}"><rect x="${x}" y="${y}" width="${c.width}" height="${c.height}"></rect>` +
+      parts.push(`<g class="grp open ${esc(gr.kind)}${m.bad[k] ? " bad" : ""}" data-g="${k}"><rect x="${x}" y="${y}" width="${c.width}" height="${c.height}"></rect>` +
         `<text x="${x + 6}" y="${y + 12}">▾ ${esc(clip(gr.label, c.width / 6.2))}</text><title>${esc(gr.label)} (${gr.kind}; click to close)</title></g>`);
     }
     for (const e of edges.values()) {
       const pts = layout.edge(e.a, e.b).points;
       const d = "M" + pts.map((p) => p.x.toFixed(1) + "," + p.y.toFixed(1)).join("L");
-      parts.push(`<path class="edge" data-e="${e.a}>${e.b}" d="${d}"><title>${esc(e.text)}</title></path>`);
+      parts.push(`<path class="edge" data-e="${esc(e.a + ">" + e.b)}" d="${d}"><title>${esc(e.text)}</title></path>`);
       if (e.fmt) {
         const mid = pts[Math.floor(pts.length / 2)];
         parts.push(`<text class="fmt" x="${mid.x + 3}" y="${mid.y}">${esc(e.fmt)}</text>`);
@@ -157,16 +159,16 @@
       if (key[0] === "n") {
         const i = +key.slice(1), n = NODES[view][i];
         const fill = n.err !== undefined ? ` style="fill:${errColour(n.err)}"` : "";
-        parts.push(`<g class="node ${n.cls || ""}" id="${view}-n${i}" data-view="${view}" data-id="${i}" data-name="${esc(n.n)}">` +
+        parts.push(`<g class="node ${esc(n.cls || "")}" id="${view}-n${i}" data-view="${view}" data-id="${i}" data-name="${esc(n.n)}">` +
           `<rect x="${x}" y="${y}" width="${u.width}" height="${u.height}"${fill}></rect>` +
           `<text x="${p.x}" y="${y + 13}" text-anchor="middle">${/first/.test(n.cls || "") ? "⚑ " : ""}${esc(clip(u.label, u.width / 6.2))}</text>` +
           `<text class="sub" x="${p.x}" y="${y + 26}" text-anchor="middle">${esc(clip(u.sub, u.width / 5.2))}</text><title>${esc(n.n)}</title></g>`);
       } else {
         const k = +key.slice(1), gr = m.groups[k];
-        parts.push(`<g class="grp ${gr.kind}${m.bad[k] ? " bad" : ""}" id="${view}-g${k}" data-g="${k}">` +
+        parts.push(`<g class="grp ${esc(gr.kind)}${m.bad[k] ? " bad" : ""}" id="${view}-g${k}" data-g="${k}">` +
           `<rect x="${x}" y="${y}" width="${u.width}" height="${u.height}"></rect>` +
           `<text x="${p.x}" y="${y + 13}" text-anchor="middle">▸ ${esc(clip(u.label, u.width / 6.2))}</text>` +
-          `<text class="count" x="${p.x}" y="${y + 26}" text-anchor="middle">${u.sub}</text><title>${esc(gr.label)} (${gr.kind}; click to open)</title></g>`);
+          `<text class="count" x="${p.x}" y="${y + 26}" text-anchor="middle">${esc(u.sub)}</text><title>${esc(gr.label)} (${gr.kind}; click to open)</title></g>`);
       }
     }
     pane.vp.innerHTML = parts.join("");
@@ -322,10 +324,10 @@
     for (const v of VIEWS) {
       if (v === view || !(n[v] || []).length) continue;
       parts.push(`<div><b>${TITLES[v]} nodes</b><ul>` + n[v].slice(0, 60).map((j) =>
-        `<li><a data-view="${v}" data-id="${j}">${esc(NODES[v][j].op)} ${esc(NODES[v][j].n)}</a></li>`).join("") +
+        `<li><a data-view="${v}" data-id="${esc(j)}">${esc(NODES[v][j].op)} ${esc(NODES[v][j].n)}</a></li>`).join("") +
         (n[v].length > 60 ? `<li>… ${n[v].length - 60} more</li>` : "") + "</ul></div>");
     }
-    for (const [key, g] of n.sub || []) parts.push(`<div><a data-graph="${g}" data-gview="${GRAPHS[g].view}">open ${esc(key)} ›</a></div>`);
+    for (const [key, g] of n.sub || []) parts.push(`<div><a data-graph="${esc(g)}" data-gview="${esc(GRAPHS[g].view)}">open ${esc(key)} ›</a></div>`);
     document.getElementById("panel").innerHTML = parts.join("");
   }
 
@@ -353,25 +355,25 @@
       `<span style="border-color:#ff8c00;border-width:2px">linked to the selection</span> · edges: dtype[shape] on hover, formats (NHWC, NCHW, HWCN) written</div>`);
     parts.push(table(["TF nodes", "kept", "IR nodes", "ONNX nodes"], [[n(S.tf_nodes), n(S.kept), n(S.ir_nodes), n(S.onnx_nodes)]]));
     parts.push(table(["phase", "s"], Object.entries(S.phases).map(([k, v]) => [esc(k), v.toFixed(3)])));
-    parts.push(table(["fusion", "matches", "nodes"], S.fusions.map((f) => [esc(f.name), f.matches, delta(f.removed)])));
+    parts.push(table(["fusion", "matches", "nodes"], S.fusions.map((f) => [esc(f.name), esc(f.matches), delta(f.removed)])));
     const idle = S.passes.filter((p) => !p.rewrites && !p.removed).map((p) => esc(p.name));
     parts.push(table(["pass", "kind", "rewrites", "nodes", "s"], S.passes.filter((p) => p.rewrites || p.removed).map((p) =>
-      [esc(p.name), p.kind, p.rewrites, delta(p.removed), p.seconds.toFixed(3)]).concat(idle.length ?
+      [esc(p.name), esc(p.kind), esc(p.rewrites), delta(p.removed), p.seconds.toFixed(3)]).concat(idle.length ?
       [[`<span title="${idle.join(", ")}">${idle.length} more: no change</span>`, "", "", "", ""]] : [])));
-    const link = (op, nodes) => nodes.length ? `<a data-view="tf" data-id="${nodes[0]}">${esc(op)}</a>` : esc(op);
-    parts.push(table(["unsupported op type", "nodes", "e.g."], S.unsupported.map((u) => [link(u.op, u.nodes), u.count, esc(u.example)])));
-    parts.push(table(["failed op type", "nodes", "error"], S.failures.map((u) => [link(u.op, u.nodes), u.count, esc(u.message)])));
-    parts.push(table(["fallback segment", "nodes", "op types"], S.segments.map((s) => [esc(s.name), s.nodes,
+    const link = (op, nodes) => nodes.length ? `<a data-view="tf" data-id="${esc(nodes[0])}">${esc(op)}</a>` : esc(op);
+    parts.push(table(["unsupported op type", "nodes", "e.g."], S.unsupported.map((u) => [link(u.op, u.nodes), esc(u.count), esc(u.example)])));
+    parts.push(table(["failed op type", "nodes", "error"], S.failures.map((u) => [link(u.op, u.nodes), esc(u.count), esc(u.message)])));
+    parts.push(table(["fallback segment", "nodes", "op types"], S.segments.map((s) => [esc(s.name), esc(s.nodes),
       esc(Object.entries(s.op_types).map(([k, v]) => k + " " + v).join(", "))])));
-    parts.push(table(["plugin", "nodes mapped"], Object.entries(S.plugins).map(([k, v]) => [esc(k), v])));
+    parts.push(table(["plugin", "nodes mapped"], Object.entries(S.plugins).map(([k, v]) => [esc(k), esc(v)])));
     if (S.overrides.length) parts.push(table(["override"], S.overrides.map((o) => [esc(o)])));
     if (S.verify) {
       const v = S.verify;
       parts.push(table(["output", "shape", "max abs err", "max rel err", "ok"], v.outputs.map((o) =>
         [esc(o.name), esc(JSON.stringify(o.shape)), o.abs.toExponential(2), o.rel.toExponential(2), o.ok ? "yes" : "<b>NO</b>"])));
-      parts.push(`<div class="legend">error vs TF (max rel, rtol ${v.rtol}, atol ${v.atol}, seed ${v.seed}): ` +
+      parts.push(`<div class="legend">error vs TF (max rel, rtol ${esc(v.rtol)}, atol ${esc(v.atol)}, seed ${esc(v.seed)}): ` +
         ["1e-8", "1e-6", "1e-4", "1e-2", "1"].map((x) => `<span style="background:${errColour(+x)}">${x}</span>`).join("") +
-        (v.first_id !== undefined ? ` first diverging node: <a data-view="tf" data-id="${v.first_id}">⚑ ${esc(v.first)}</a>`
+        (v.first_id !== undefined ? ` first diverging node: <a data-view="tf" data-id="${esc(v.first_id)}">⚑ ${esc(v.first)}</a>`
           : v.first ? ` first diverging node: ${esc(v.first)}` : " no node diverges") + (v.note ? " · " + esc(v.note) : "") + "</div>");
     }
     const head = document.getElementById("summary");
