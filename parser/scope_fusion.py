@@ -7,7 +7,11 @@ many-to-many result becomes one FusedNode per inner node, of origin type 'ir:<IR
 which the plugin manager maps to that IR op as it is. Consumers of the fused tensors are
 rewired and producers left without consumers are dropped, so the default outputs stay.
 A match is declined (the graph left as it was) when a tensor leaving it is not a fused
-output, when fusing it would make a cycle, or when it would remove a requested output.
+output, when fusing it would make a cycle, or when it would remove a requested output; and
+when the pass's result function declines it (`ScopeMatch.decline(reason)`: the pattern
+matched but a condition of the fusion does not hold). A pass's declines are logged at INFO
+(`-v`); only a pass the user switched on by name (`--fusion on:NAME`) turns its reasoned
+declines into an error, since the user asked for that fusion.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from tf2ir.ir.passes.manager import PassManager, Switches
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.parser.scope_match import GraphIndex, find_candidates
 from tf2ir.plugins.fusion import (
-    INNER_NODE_PREFIX, DeferredFusionPass, FusionResult, ScopeFusionPass, ScopeMatch,
-    ScopePattern, Tensor,
+    INNER_NODE_PREFIX, DeferredFusionPass, FusionDeclined, FusionResult, ScopeFusionPass,
+    ScopeMatch, ScopePattern, Tensor,
 )
 
 log = logging.getLogger("tf2ir.fusion")
@@ -64,8 +68,32 @@ class FusionTarget:
     index: GraphIndex
 
 
+def requested_by_name(switches: Switches) -> Set[str]:
+    """The passes the --fusion words switch on by name, where no later word switches them
+    (or all) off: `on:layer_norm` asks for layer_norm; `on:all` asks for none by name."""
+    if not switches:
+        return set()
+    if isinstance(switches, dict):     # 'all' applies first, then the names
+        return {n for n, on in switches.items() if on and n != "all"}
+    texts = [switches] if isinstance(switches, str) else list(switches)
+    named: Set[str] = set()
+    for word in (w.strip() for text in texts for w in text.split(",")):
+        state, _, name = word.partition(":")
+        name = name.strip()
+        if name == "all":
+            if state == "off":
+                named.clear()
+        elif state == "on":
+            named.add(name)
+        else:
+            named.discard(name)
+    return named
+
+
 def fusion_manager(manager, switches: Switches = None, check: bool = False) -> PassManager:
     """The pass manager of the plugins' fusion passes, switched by `switches` (--fusion)."""
+    strict = requested_by_name(switches)
+
     def runner(fusion_pass: Union[ScopeFusionPass, DeferredFusionPass]):
         def run(target: FusionTarget) -> int:
             found: Optional[ScopeFusionPass]
@@ -74,7 +102,7 @@ def fusion_manager(manager, switches: Switches = None, check: bool = False) -> P
             else:
                 found = fusion_pass
             return 0 if found is None else _PassRun(target.tf_graph, found, target.keep,
-                                                    target.index).run()
+                                                    target.index, found.name in strict).run()
         return run
     plan = getattr(manager, "fusion_plan", None)   # a PluginManager's, with deferred passes
     passes = plan() if plan is not None else getattr(manager, "fusion_passes", [])
@@ -115,8 +143,9 @@ class _PassRun:
     and rewritten; `users` (node → consumer names) is kept up to date by the rewrites."""
 
     def __init__(self, tf_graph: TfGraph, fusion_pass: ScopeFusionPass, keep: Set[Tensor],
-                 index: GraphIndex):
+                 index: GraphIndex, strict: bool = False):
         self.tf = tf_graph
+        self.strict = strict          # the user asked for this pass by name
         self.index = index
         self.fusion_pass = fusion_pass
         self.keep = keep
@@ -202,6 +231,13 @@ class _PassRun:
         fusion_pass = self.fusion_pass
         try:
             result = fusion_pass.generate_result(match)
+        except FusionDeclined as why:
+            if self.strict:
+                raise self._error(f"declines this match: {why} (the pass was asked for by "
+                                  f"--fusion on:{fusion_pass.name}; leave that word out to "
+                                  "convert these nodes unfused)", where) from None
+            log.info("fusion %s declines %s: %s", fusion_pass.name, where, why)
+            return None
         except ConversionError as exc:
             raise exc.located(node=where, plugin=fusion_pass.plugin)
         except Exception as exc:

@@ -22,6 +22,7 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.passes.manager import PassRecord
+from tf2ir.plugins.fusion_rank import static_rank
 from tf2ir.plugins.tfnode import TfNode
 
 Count = Union[int, Tuple[int, Optional[int]]]
@@ -158,6 +159,12 @@ class ScopePattern:
         return True
 
 
+class FusionDeclined(Exception):
+    """Raised by `ScopeMatch.decline`: the pattern matched but a condition of the fusion does
+    not hold, so the nodes are left to their own plugins. The runner logs the reason (seen
+    with -v); only a pass the user switched on by name (`--fusion on:NAME`) makes it an error."""
+
+
 class ScopeMatch:
     """One matched scope or structure, as a pass sees it (CANN's Scope): its nodes, the
     tensors entering and leaving it, the structure's labels, and constant lookups."""
@@ -219,6 +226,16 @@ class ScopeMatch:
         if self.scalar(a) is not None:
             return self.scalar(a), b
         return self.scalar(b), (a if self.scalar(b) is not None else None)
+
+    def decline(self, reason: str) -> None:
+        """Leave the matched nodes alone, saying why (raises `FusionDeclined`)."""
+        raise FusionDeclined(reason)
+
+    def rank(self, tensor: Tensor) -> Optional[int]:
+        """The rank of a TF tensor where the graph alone says it (placeholder shapes,
+        constants, reshapes to a constant or packed shape, and ops whose output rank follows
+        from their inputs' ranks), else None. Never a guess."""
+        return static_rank(self.graph.nodes, tensor, {}, 0)
 
     def __repr__(self) -> str:
         return f"<ScopeMatch {self.pattern.name or self.scope!r} {len(self.nodes)} nodes>"

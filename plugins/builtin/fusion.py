@@ -60,6 +60,44 @@ def _read_through(match, tensor) -> set:
     return chain
 
 
+def _trailing_axes(match, x, axes, params=()) -> list:
+    """`axes` as negative axes when they are the trailing axes of `x` (its rank from the
+    graph, or from a parameter reshaped to x's rank); else the match is declined, saying why."""
+    axes = [int(a) for a in np.reshape(axes, -1)]
+    rank = match.rank(x)
+    for tensor in params:           # Keras and TF reshape gamma/beta to x's rank
+        node = match.graph.nodes[tensor[0]] if tensor is not None else None
+        if rank is None and node is not None and node.op_type == "Reshape":
+            target = match.const_value(node.inputs[1])
+            rank = int(np.size(target)) if target is not None and np.ndim(target) == 1 else None
+    if not axes or len(set(axes)) != len(axes):
+        match.decline(f"it reduces over axes {axes}")
+    if rank is None and min(axes) >= 0:
+        match.decline(f"the rank of its input is not known before mapping, so axes {axes} "
+                      "may not be the trailing axes the fused op normalizes")
+    negative = sorted(a - rank if a >= 0 else a for a in axes) if rank is not None else sorted(axes)
+    if negative != list(range(-len(axes), 0)) or (rank is not None and -negative[0] > rank):
+        match.decline(f"it reduces over axes {axes} of a rank-{rank if rank is not None else '?'}"
+                      " input, not its trailing axes")
+    for tensor in params:           # gamma/beta must vary only along the normalized axes
+        node = match.graph.nodes[tensor[0]] if tensor is not None else None
+        if node is not None and node.op_type == "Reshape":
+            target = match.const_value(node.inputs[1])
+            if target is None or any(int(d) != 1 for k, d in enumerate(np.reshape(target, -1))
+                                     if k - np.size(target) not in negative):
+                match.decline(f"its scale or offset {tensor[0]} does not vary along the "
+                              "normalized axes only")
+    return negative
+
+
+def _broadcast_operand(match, tensor):
+    """The operand a gamma/beta tensor was read through (its Reshape), for the axis check."""
+    for node in match.nodes:
+        if node.op_type == "Reshape" and node.inputs and node.inputs[0] == tensor:
+            return (node.name, 0)
+    return tensor
+
+
 @layer_norm
 def layer_norm_result(match) -> Optional[FusionResult]:
     if any(n.op_type not in LAYER_NORM_OPS for n in match.nodes) or len(match.outputs) != 1:
@@ -83,14 +121,18 @@ def layer_norm_result(match) -> Optional[FusionResult]:
                 beta = _parameter(match, operand)
     if set(match.inputs) - {x} - _read_through(match, gamma) - _read_through(match, beta):
         return None   # an input the LayerNorm would not see
+    params = [_broadcast_operand(match, t) for t in (gamma, beta) if t is not None]
+    axes = _trailing_axes(match, x, axes, params)
     inputs = [x] + [t for t in (gamma, beta) if t is not None]
     return FusionResult("LayerNormFusion", inputs=inputs, outputs=match.outputs,
-                        attrs={"epsilon": epsilon, "axes": [int(a) for a in np.reshape(axes, -1)],
+                        attrs={"epsilon": epsilon, "axes": axes,
                                "scale": gamma is not None, "center": beta is not None})
 
 
 def _begin_norm_axis(fused, op, fusion: str) -> int:
-    """The first of the reduced `axes`, which must be the trailing axes of the input."""
+    """The first of the reduced `axes`, which must be the trailing axes of the input: the
+    built-in passes fuse only such axes (counted from the end) and decline other matches, so
+    this refuses only a fused node another plugin's pass made over other axes."""
     x, axes = op.inputs[0], fused.attr("axes")
     rank = x.desc.rank
     if rank is not None:
@@ -140,25 +182,23 @@ def rms_norm_result(match) -> Optional[FusionResult]:
         return None
     x, mean = match.tensor("x"), match.node("mean")
     axes = match.const_value(mean.inputs[1])
-    # the trailing axes counted from the end (Keras and T5 write -1); a mean over other
-    # axes, or over axes counted from the front (the rank is unknown here), is not a norm
-    if axes is None or not mean.attr("keep_dims") or np.size(axes) == 0 or \
-            sorted(np.reshape(axes, -1).tolist()) != list(range(-np.size(axes), 0)):
+    if axes is None or not mean.attr("keep_dims"):
         return None
     epsilon, other = match.const_operand("eps")
     if epsilon is None or other != (mean.name, 0):
         return None
+    # the trailing axes (Keras and T5 write -1); a mean over other axes is not this norm
+    axes = _trailing_axes(match, x, axes)
     inputs = [x]
     if "scale" in match.labels:     # gamma: one weight per element of the last axis
         gamma = next(t for t in match.node("scale").inputs if t[0] != match.node("norm").name)
         value = match.const_value(gamma)
-        if value is None or np.ndim(value) != 1 or np.size(axes) != 1 or \
+        if value is None or np.ndim(value) != 1 or len(axes) != 1 or \
                 set(match.inputs) - {x} - _read_through(match, gamma):
             return None
         inputs.append(gamma)
     return FusionResult("RMSNormFusion", inputs=inputs, outputs=match.outputs,
-                        attrs={"epsilon": epsilon, "axes": [int(a) for a in np.reshape(axes, -1)],
-                               "scale": len(inputs) == 2})
+                        attrs={"epsilon": epsilon, "axes": axes, "scale": len(inputs) == 2})
 
 
 # -- Gelu ---------------------------------------------------------------------------------------
