@@ -69,7 +69,7 @@ class Job:
     fusion: List[str] = field(default_factory=list)
     max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
     report_html: Optional[str] = None         # --report-html: this model's HTML report
-    label: str = ""                           # names it in errors: "model #2 ('a.pb') of m.json"
+    label: str = ""                           # names it in errors: "model #2 ('a.pb')"
 
     def __post_init__(self):
         self.label = self.label or f"model {self.name!r}"
@@ -156,24 +156,27 @@ def jobs_from_manifest(path: str, out_dir: str, defaults: Dict[str, List[str]]) 
         output = (os.path.join(out_dir, entry.output) if entry.output
                   else _default_output(out_dir, entry.path))
         jobs.append(Job(entry.path, os.path.join(base, entry.path), output, **options,
-                        label=f"{entry.label} of {path}"))
+                        label=entry.label))
     return sorted(jobs, key=lambda j: j.name)
 
 
-def refuse_escapes(jobs: Sequence[Job], out_dir: str, pages_dir: Optional[str] = None) -> None:
+def refuse_escapes(jobs: Sequence[Job], out_dir: str, pages_dir: Optional[str] = None,
+                   manifest: Optional[str] = None) -> None:
     """Before anything is written: every output and sidecar, resolved (symlinks followed),
-    stays inside `out_dir`, and every report page inside `pages_dir` (exit 2, one line)."""
+    stays inside `out_dir` (-o), and every report page inside `pages_dir` (--report-html);
+    else a usage error (exit 2) naming the model (its manifest entry)."""
     from tf2ir.tools.manifest import inside, shown
     for job in jobs:
-        paths = [(job.output, "output", out_dir), (job.output + SIDECAR_SUFFIX, "sidecar", out_dir)]
+        paths = [(job.output, "output", out_dir, "-o"),
+                 (job.output + SIDECAR_SUFFIX, "sidecar", out_dir, "-o")]
         if job.report_html and pages_dir:
-            paths.append((job.report_html, "report page", pages_dir))
-        for path, what, root in paths:
+            paths.append((job.report_html, "report page", pages_dir, "--report-html"))
+        for path, what, root, option in paths:
             if not inside(root, path):
                 raise ConversionError(
                     f"{job.label}: its {what} {shown(path)} resolves to "
-                    f"{shown(os.path.realpath(path))}, outside {shown(root)}; name a path inside it",
-                    exit_code=EXIT_USAGE)
+                    f"{shown(os.path.realpath(path))}, outside {option} {shown(root)}; "
+                    "name a path inside it", model=manifest, exit_code=EXIT_USAGE)
 
 
 def parse_shard(spec: str) -> Tuple[int, int]:
@@ -437,12 +440,14 @@ def run(args) -> int:
     pipeline_from_args(args)     # bad default options are a usage error, before any work
     defaults = {"inputs": list(args.inputs), "outputs": _split_list(args.outputs),
                 "fusion": list(args.fusion)}
+    manifest = None                 # the manifest's path, where the models come from one
     if os.path.isdir(args.input):
         jobs = jobs_from_directory(args.input, args.out_dir, defaults)
         if not jobs:
             raise ConversionError("no .pb or .pbtxt models in this directory", model=args.input,
                                   exit_code=EXIT_USAGE)
     elif os.path.isfile(args.input):
+        manifest = args.input
         jobs = jobs_from_manifest(args.input, args.out_dir, defaults)
     elif os.path.exists(args.input):
         raise ConversionError("is neither a directory nor a regular file (a manifest)",
@@ -468,8 +473,8 @@ def run(args) -> int:
             if other != job.name:
                 whose = "the batch index" if page == INDEX_PAGE else f"the page of {shown(other)}"
                 raise ConversionError(f"{job.label}: its report page {shown(page)} would "
-                                      f"overwrite {whose}", exit_code=EXIT_USAGE)
-    refuse_escapes(jobs, args.out_dir, args.report_html)
+                                      f"overwrite {whose}", model=manifest, exit_code=EXIT_USAGE)
+    refuse_escapes(jobs, args.out_dir, args.report_html, manifest)
     _refuse_outputs(jobs, args)
     for job in jobs:
         job.max_tensor_bytes = args.max_tensor_bytes
