@@ -2248,4 +2248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m`: run the imported module's main, so that the exception classes the other
+    # modes import from tf2ir.tools.fuzz are the ones run_case catches
+    from tf2ir.tools.fuzz import main as _imported_main
+    sys.exit(_imported_main())

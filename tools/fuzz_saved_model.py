@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import random
 import subprocess
 import sys
@@ -243,6 +244,227 @@ def _mutate_assets(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
         return data, "assets:unserializable"
 
 
+# -- the checkpoint index as a table: read, edit its entries, write again ------------------------
+def crc32c(data: bytes) -> int:
+    try:
+        import google_crc32c
+        return google_crc32c.value(bytes(data))
+    except ImportError:
+        crc = 0xFFFFFFFF
+        for byte in data:
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+        return crc ^ 0xFFFFFFFF
+
+
+def _masked(crc: int) -> int:
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _uvarint(data: bytes, pos: int) -> Tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _block_entries(block: bytes) -> List[Tuple[bytes, bytes]]:
+    count = struct.unpack_from("<I", block, len(block) - 4)[0]
+    end = len(block) - 4 - 4 * count
+    pos, key, out = 0, b"", []
+    while pos < end:
+        shared, pos = _uvarint(block, pos)
+        unshared, pos = _uvarint(block, pos)
+        size, pos = _uvarint(block, pos)
+        key = key[:shared] + block[pos:pos + unshared]
+        pos += unshared
+        out.append((key, block[pos:pos + size]))
+        pos += size
+    return out
+
+
+def read_table(data: bytes) -> List[Tuple[bytes, bytes]]:
+    """A LevelDB table's (key, value) pairs (uncompressed blocks); ValueError if it is not one."""
+    try:
+        footer = data[-48:]
+        _, pos = _uvarint(footer, 0)
+        _, pos = _uvarint(footer, pos)
+        offset, pos = _uvarint(footer, pos)
+        size, pos = _uvarint(footer, pos)
+        out = []
+        for _, handle in _block_entries(data[offset:offset + size]):
+            block_offset, p = _uvarint(handle, 0)
+            block_size, _ = _uvarint(handle, p)
+            out.extend(_block_entries(data[block_offset:block_offset + block_size]))
+        return out
+    except (struct.error, IndexError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _block(entries: List[Tuple[bytes, bytes]]) -> bytes:
+    from tf2ir.tools.fuzz import _varint
+    body, restarts = bytearray(), []
+    for key, value in entries:   # every entry a restart point: no shared prefixes
+        restarts.append(len(body))
+        body += _varint(0) + _varint(len(key)) + _varint(len(value)) + key + value
+    restarts = restarts or [0]
+    body += b"".join(struct.pack("<I", r) for r in restarts) + struct.pack("<I", len(restarts))
+    return bytes(body)
+
+
+def write_table(entries: List[Tuple[bytes, bytes]]) -> bytes:
+    """A LevelDB table (one data block, block checksums right) holding `entries` in order."""
+    from tf2ir.tools.fuzz import _varint
+    out = bytearray()
+
+    def put(block: bytes) -> bytes:
+        handle = _varint(len(out)) + _varint(len(block))
+        out.extend(block + b"\x00" + struct.pack("<I", _masked(crc32c(block + b"\x00"))))
+        return handle
+    data_handle = put(_block(entries))
+    meta_handle = put(_block([]))
+    index_handle = put(_block([(entries[-1][0] if entries else b"", data_handle)]))
+    footer = meta_handle + index_handle
+    out.extend(footer + b"\x00" * (40 - len(footer)) + struct.pack("<Q", 0xDB4775248B80FB57))
+    return bytes(out)
+
+
+BAD_DIMS = (-1, -2, -(2 ** 40), 2 ** 31, 2 ** 40, 2 ** 62, 2 ** 63 - 1, 0, 1, 3)
+BAD_DTYPES = (0, 1, 3, 7, 9, 10, 14, 19, 20, 21, 23, 100, 101, 1000, -1)
+
+
+def _mutate_entry(value: bytes, rng: random.Random, header: bool) -> Tuple[bytes, str]:
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    header_class, entry_class, _ = bundle_messages()
+    message = (header_class if header else entry_class)()
+    message.ParseFromString(value)
+    if header:
+        field = rng.choice(("num_shards", "endianness"))
+        setattr(message, field, rng.choice((0, -1, 1, 2, 99999, 2 ** 31 - 1)))
+        return message.SerializeToString(), f"header.{field}"
+    what = rng.choice(("dim", "dim", "dims", "dtype", "offset", "size", "shard", "crc", "slices"))
+    if what == "dim" and message.shape.dim:
+        rng.choice(message.shape.dim).size = rng.choice(BAD_DIMS)
+    elif what in ("dim", "dims"):
+        del message.shape.dim[:]
+        for _ in range(rng.choice((0, 1, 2, 5, 40))):
+            message.shape.dim.add(size=rng.choice(BAD_DIMS))
+        message.shape.unknown_rank = rng.random() < 0.2
+    elif what == "dtype":
+        message.dtype = rng.choice(BAD_DTYPES)
+    elif what in ("offset", "size"):
+        setattr(message, what, rng.choice((-1, -(2 ** 62), 0, 1, 2 ** 31, 2 ** 62, 2 ** 63 - 1,
+                                           getattr(message, what) + rng.choice((-4, -1, 1, 4)))))
+    elif what == "shard":
+        message.shard_id = rng.choice((-1, 1, 2, 99999))
+    elif what == "crc":
+        message.crc32c = rng.randrange(1 << 32)
+    else:
+        message.slices.append(bytes(rng.randrange(256) for _ in range(rng.randrange(12))))
+    return message.SerializeToString(), f"entry.{what}"
+
+
+def mutate_index_entries(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
+    """variables.index with one entry edited (its BundleEntryProto, the header, or its key:
+    non-UTF-8, renamed, duplicated, dropped), written as a well-formed table again."""
+    try:
+        entries = read_table(data)
+    except ValueError:
+        return data, "entries:unreadable"
+    if not entries:
+        return data, "entries:none"
+    index = rng.randrange(len(entries))
+    key, value = entries[index]
+    choice = rng.randrange(10)
+    try:
+        if choice < 6:
+            value, what = _mutate_entry(value, rng, key == b"")
+            entries[index] = (key, value)
+        elif choice == 6:
+            entries[index] = (key[:-1] + b"\xff\xfe" if key else b"\xff", value)
+            what = "key:non-utf8"
+        elif choice == 7:
+            entries[index] = (key + rng.choice((b"x", b"/../x", b"\x00")), value)
+            what = "key:renamed"
+        elif choice == 8:
+            del entries[index]
+            what = "key:dropped"
+        else:
+            entries.insert(index, (key, value))
+            what = "key:duplicated"
+    except Exception:   # a value that does not parse as its message
+        return data, "entries:unparsed"
+    entries.sort(key=lambda kv: kv[0])
+    return write_table(entries), what
+
+
+STRINGY = (b"\xff\xfe\xfd", b"", b"../x", b"\x00", b"a" * 10000, b"\xc3", "\u00fc".encode())
+
+
+def mutate_saved_model_structure(data: bytes, rng: random.Random, corpus, ops: List[str]) -> bytes:
+    """saved_model.pb edited as a message: its GraphDef by tools/fuzz.py's graph mutations, or
+    string constants (RestoreV2's tensor names and slices, file names) made non-UTF-8, empty,
+    long or path-like, or a signature's tensor names changed."""
+    from google.protobuf import text_format
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    from tf2ir.tools.fuzz import mutate_graph_def
+    message = bundle_messages()[2]()
+    try:
+        message.ParseFromString(data)
+        meta = message.meta_graphs[0]
+    except Exception:
+        ops.append("struct:unparsed")
+        return data
+    choice = rng.randrange(3)
+    if choice == 0:
+        sub: List[str] = []
+        out = mutate_graph_def(meta.graph_def.SerializeToString(), rng, corpus, sub)
+        try:
+            if ".pb" in out:
+                meta.graph_def.ParseFromString(out[".pb"])
+            else:
+                meta.graph_def.Clear()
+                text_format.Parse(out[".pbtxt"].decode("utf-8"), meta.graph_def)
+        except Exception:
+            ops.append("struct:graph-unparsed")
+            return data
+        ops.append("struct:graph:" + ",".join(sub))
+    elif choice == 1:
+        consts = [n for f in [meta.graph_def.node] + [fn.node_def for fn in meta.graph_def.library.function]
+                  for n in f if n.op == "Const" and n.attr["value"].tensor.string_val]
+        if not consts:
+            ops.append("struct:no-string-const")
+            return data
+        node = rng.choice(consts)
+        values = node.attr["value"].tensor.string_val
+        i = rng.randrange(len(values))
+        values[i] = rng.choice(STRINGY) if rng.random() < 0.8 else values[i] + rng.choice(STRINGY)
+        if rng.random() < 0.2:
+            values.append(rng.choice(STRINGY))
+        ops.append(f"struct:string-const:{node.name[:30]}")
+    else:
+        sigs = [s for k, s in meta.signature_def.items() if k != "__saved_model_init_op"]
+        if not sigs:
+            return data
+        sig = rng.choice(sigs)
+        infos = list(sig.inputs.values()) + list(sig.outputs.values())
+        info = rng.choice(infos)
+        info.name = rng.choice(("", "x", "x:1", "x:-1", ":0", "nonexistent:0", "\x00",
+                                info.name.split(":")[0] + ":99", info.name + ":0"))
+        ops.append("struct:signature")
+    try:
+        return message.SerializeToString()
+    except Exception:
+        ops.append("struct:unserializable")
+        return data
+
+
 SPECIALS = ("fifo", "devzero", "outside", "dir", "missing", "canary")
 
 
@@ -253,8 +475,8 @@ def mutate_saved_model(files: Dict[str, bytes], rng: random.Random, corpus, ops:
     special: Dict[str, str] = {}
     for _ in range(rng.choice((1, 1, 1, 2))):
         shards = _shards(files)
-        target = rng.choice(("pb", "pb", "index", "index", "shard", "shard", "shard", "special",
-                             "assets"))
+        target = rng.choice(("pb", "struct", "struct", "index", "entries", "entries", "shard",
+                             "shard", "special", "assets"))
         if target == "shard" and not shards or target == "assets" and \
                 not any(p.startswith("assets/") for p in files):
             target = "index"
@@ -266,6 +488,14 @@ def mutate_saved_model(files: Dict[str, bytes], rng: random.Random, corpus, ops:
             if INDEX not in files:
                 continue
             files[INDEX], what = _mutate_blob(files[INDEX], rng)
+            ops.append("index:" + what)
+        elif target == "struct":
+            files["saved_model.pb"] = mutate_saved_model_structure(files["saved_model.pb"], rng,
+                                                                   corpus, ops)
+        elif target == "entries":
+            if INDEX not in files:
+                continue
+            files[INDEX], what = mutate_index_entries(files[INDEX], rng)
             ops.append("index:" + what)
         elif target == "shard":
             shard = rng.choice(shards)
