@@ -13,6 +13,7 @@ from tf2ir.opp.common import (
 )
 
 OPS = OpSet("tf2ir.opp.compare")
+EQUALITY_TYPES = ALL_TYPES + ("string",)     # TF's Equal/NotEqual take every dtype
 
 _COMPARISONS = {"Less": ("Less", "<", np.less), "LessEqual": ("LessOrEqual", "<=", np.less_equal),
                 "Greater": ("Greater", ">", np.greater),
@@ -26,8 +27,8 @@ for _op_type, (_onnx_op, _symbol, _np_fn) in _COMPARISONS.items():
 def _equality(op_type: str, negate: bool):
     proto = (OPS.declare(op_type, f"x1 {'!=' if negate else '=='} x2, broadcast, as bool; with "
                                    "incompatible_shape_error false, shapes that do not broadcast give "
-                                   f"a scalar {negate}")
-             .input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y", ("bool",))
+                                   f"a scalar {negate}; strings compare by their bytes")
+             .input("x1", EQUALITY_TYPES).input("x2", EQUALITY_TYPES).output("y", ("bool",))
              .attr("incompatible_shape_error", "bool", True))
 
     def incompatible(node) -> bool:
@@ -55,9 +56,40 @@ def _equality(op_type: str, negate: bool):
     def lower(ctx, node):
         if incompatible(node):
             ctx.emit("Identity", [ctx.constant(np.array(negate))], [ctx.output(0)])
+        elif node.inputs[0].desc.dtype == "string":
+            _lower_string_equality(ctx, node, negate)
         else:
             lower_broadcast(ctx, node)
-    proto.fold(fold_with(np.not_equal if negate else np.equal))
+    proto.fold(lambda node, values: [_equal(*values) != negate])
+
+
+def _equal(a, b) -> np.ndarray:
+    """Elementwise equality as a bool array (strings too: numpy's object == is elementwise)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == object or b.dtype == object:
+        x, y = np.broadcast_arrays(a, b)
+        return np.array([p == q for p, q in zip(x.reshape(-1), y.reshape(-1))],
+                        bool).reshape(x.shape)
+    return np.asarray(np.equal(a, b))
+
+
+def _lower_string_equality(ctx, node, negate: bool) -> None:
+    """A string compared with one constant string (Keras StringLookup's mask token, ""): ONNX
+    ai.onnx.ml LabelEncoder finds it (index 0, else -1), which plain onnxruntime runs. Two
+    run-time strings: the StringEqual kernel (opset 18's Equal has no string kernel)."""
+    for k in (0, 1):
+        value, other = ctx.const_input(k), node.inputs[1 - k].desc
+        if value is not None and np.size(value) == 1 and (
+                np.ndim(value) == 0 or other.rank is not None and np.ndim(value) <= other.rank):
+            text = np.asarray(value).reshape(-1)[0]
+            text = text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else str(text)
+            index = ctx.emit("LabelEncoder", [ctx.input(1 - k)], domain="ai.onnx.ml",
+                             classes_strings=[text], default_int64=-1)[0]
+            compare = "Less" if negate else "GreaterOrEqual"
+            ctx.emit(compare, [index, ctx.constant(np.array(0, np.int64))], [ctx.output(0)])
+            return
+    ctx.emit("StringEqual", [ctx.input(0), ctx.input(1)], [ctx.output(0)],
+             domain="ai.tf2ir.strings", negate=int(negate))
 
 
 _equality("Equal", negate=False)

@@ -14,7 +14,7 @@ from typing import List
 
 import numpy as np
 
-from tf2ir.ir import TensorDesc, OpSet
+from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES, numpy_dtype
 from tf2ir.opp.common import Emitter, data_layout, emit_cast, spatial_attrs
 from tf2ir.opp.conv import (ORT_CONV_TYPES, compute_input, emit_spatial, onnx_pads, same_pads,
@@ -24,10 +24,26 @@ OPS = OpSet("tf2ir.opp.pool")
 
 # onnxruntime's CPU MaxPool kernel takes these dtypes (AveragePool: ORT_CONV_TYPES).
 ORT_MAXPOOL_TYPES = ("float16", "float32", "float64", "int8", "uint8")
+# TF's MaxPool dtypes (its op registry; qint8 aside). The integers onnxruntime's MaxPool lacks
+# pool in a float that holds each of their values exactly (max commutes with that cast);
+# int64 has no such float and is refused.
+MAXPOOL_TYPES = FLOAT_TYPES + ("int8", "int16", "int32", "int64", "uint8", "uint16")
+EXACT_FLOAT = {"int16": "float32", "uint16": "float32", "int32": "float64"}
+
+
+def _pool_input(ctx, node, dtype, supported):
+    """Input 0 in a dtype the ONNX pooling kernel takes (see EXACT_FLOAT)."""
+    if dtype == "int64":
+        raise ConversionError("MaxPool on int64 is not supported: onnxruntime's MaxPool has no "
+                              "int64 kernel and no float holds every int64 exactly")
+    if dtype in EXACT_FLOAT:
+        return emit_cast(ctx, ctx.input(0), EXACT_FLOAT[dtype])
+    return compute_input(ctx, 0, dtype, supported)
 
 
 def _pool(op_type, onnx_op, doc):
-    proto = (OPS.declare(op_type, doc).input("x", FLOAT_TYPES).output("y")
+    types = MAXPOOL_TYPES if onnx_op == "MaxPool" else FLOAT_TYPES
+    proto = (OPS.declare(op_type, doc).input("x", types).output("y")
              .attr("ksize", "ints").attr("strides", "ints").attr("padding", "str")
              .attr("explicit_paddings", "ints", []))
 
@@ -46,7 +62,7 @@ def _pool(op_type, onnx_op, doc):
         supported = ORT_CONV_TYPES if onnx_op == "AveragePool" else ORT_MAXPOOL_TYPES
         kernel = spatial_attrs(node.attrs["ksize"], fmt)
         strides = spatial_attrs(node.attrs["strides"], fmt)
-        x = compute_input(ctx, 0, dtype, supported)
+        x = _pool_input(ctx, node, dtype, supported)
         pads = _pool_pads(node, fmt, kernel, strides)
         if pads is None:
             _lower_padded_at_run_time(ctx, onnx_op, fmt, x, dtype, supported, kernel, strides)
@@ -75,14 +91,15 @@ def _pool_pads(node, fmt, kernel, strides):
 def _lower_padded_at_run_time(ctx, onnx_op, fmt, x, dtype, supported, kernel, strides):
     """Pool `x` (already in a `supported` dtype) with TF's SAME pads computed from its run-time
     spatial sizes: a Pad node, then VALID pooling."""
-    work = dtype if dtype in supported else "float32"
+    work = dtype if dtype in supported else EXACT_FLOAT.get(dtype, "float32")
     o = Emitter(ctx, "int64")
     spatial = [i for i, c in enumerate(fmt) if c not in "NC"]
     sizes = o.Gather(o.Shape(x), o.c(spatial), axis=0)
     pads = _same_pads_at_run_time(o, fmt, sizes, kernel, strides)
     pool = {"kernel_shape": kernel, "strides": strides, "auto_pad": "VALID"}
     if onnx_op == "MaxPool":
-        lowest = ctx.constant(np.array(-np.inf, numpy_dtype(work)))
+        lowest = ctx.constant(np.array(-np.inf, numpy_dtype(work)) if work in FLOAT_TYPES
+                              else np.array(np.iinfo(numpy_dtype(work)).min, numpy_dtype(work)))
         padded = o.Pad(x, pads, lowest)
         emit_spatial(ctx, fmt, "MaxPool", [padded], dtype, supported, **pool)
         return

@@ -11,7 +11,9 @@ from tf2ir.opp.common import ALL_TYPES, broadcast_shapes, fold_with, infer_broad
 OPS = OpSet("tf2ir.opp.select")
 
 # onnxruntime's Where kernels (the selected operands are cast to a carrier among them)
-WHERE_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32")
+WHERE_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32",
+               "string")
+SELECT_TYPES = ALL_TYPES + ("string",)      # TF's Select/SelectV2 take every dtype
 
 
 def _merge_shapes(a, b, what: str):
@@ -24,7 +26,8 @@ def _merge_shapes(a, b, what: str):
 
 select = (OPS.declare("Select", "TF Select (v1): condition is a scalar, x1's shape, or a vector "
                                  "choosing whole rows of x1 and x2 (which have one shape)")
-          .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
+          .input("condition", ("bool",)).input("x1", SELECT_TYPES).input("x2", SELECT_TYPES)
+          .output("y"))
 
 
 def _select_rows(node) -> bool:
@@ -70,7 +73,8 @@ select.fold(_fold_select)
 
 select_v2 = (OPS.declare("SelectV2", "condition ? x1 : x2, all three broadcast (TF SelectV2, "
                                      "tf.where)")
-             .input("condition", ("bool",)).input("x1", ALL_TYPES).input("x2", ALL_TYPES).output("y"))
+             .input("condition", ("bool",)).input("x1", SELECT_TYPES).input("x2", SELECT_TYPES)
+          .output("y"))
 
 
 @select_v2.infer

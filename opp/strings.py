@@ -113,6 +113,30 @@ def string_to_hash_bucket_fast(x, num_buckets=1):
     return np.array(buckets, np.int64).reshape(x.shape)
 
 
+# -- equality of two run-time string tensors (Equal/NotEqual lower here: ONNX opset 18's Equal
+# has no string kernel, and a constant operand goes to LabelEncoder instead) ---------------------
+string_equal = OPS.declare("StringEqual", "x1 == x2 (negate: !=), strings broadcast, as bool; "
+                                          "the kernel Equal and NotEqual of two run-time string "
+                                          "tensors lower to.") \
+    .input("x1", STRING).input("x2", STRING).output("y", ("bool",)).attr("negate", "bool", False)
+
+
+@string_equal.infer
+def _infer_string_equal(node):
+    shape = broadcast_shapes(node.inputs[0].desc.shape, node.inputs[1].desc.shape)
+    return [TensorDesc("bool", shape)]
+
+
+string_equal.lower(_lower_by_kernel)
+
+
+@string_equal.kernel
+def string_equal_kernel(x1, x2, negate=False):
+    a, b = np.broadcast_arrays(_strings(x1), _strings(x2))
+    equal = np.array([p == q for p, q in zip(a.reshape(-1), b.reshape(-1))], bool).reshape(a.shape)
+    return ~equal if negate else equal
+
+
 # -- numbers ↔ strings ------------------------------------------------------------------------------
 NUMBER_OUT = ("float32", "float64", "int32", "int64")
 to_number = OPS.declare("StringToNumber", "Each string parsed as a number of out_type.") \

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '045422e85c05ba30b33b6f229494c806df208ec3'
+FINGERPRINT = '48e45da1466619738580ce1253c6c100c339b8f5'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -10,7 +10,7 @@ SOURCES = {
     'builtin/bitwise.py': 585, 'builtin/blocks.py': 1156, 'builtin/compare.py': 605,
     'builtin/concat.py': 1476, 'builtin/control.py': 4084, 'builtin/conv.py': 1727,
     'builtin/creation.py': 740, 'builtin/densesets.py': 417, 'builtin/detection.py': 714,
-    'builtin/fallback.py': 1419, 'builtin/fusion.py': 13706, 'builtin/image.py': 1389,
+    'builtin/fallback.py': 1419, 'builtin/fusion.py': 16035, 'builtin/image.py': 1389,
     'builtin/imageops.py': 609, 'builtin/indexing.py': 1111, 'builtin/inputs.py': 745,
     'builtin/linalg.py': 2394, 'builtin/lists.py': 6335, 'builtin/logical.py': 519,
     'builtin/lookup.py': 4629, 'builtin/math.py': 1336, 'builtin/matrix.py': 1389,
@@ -21,18 +21,18 @@ SOURCES = {
     'builtin/sparse.py': 1409, 'builtin/special.py': 616, 'builtin/spectral.py': 1434,
     'builtin/strings.py': 1469, 'builtin/suppression.py': 430, 'opp/__init__.py': 280,
     'opp/arithmetic.py': 7377, 'opp/array.py': 14979, 'opp/bitwise.py': 2783,
-    'opp/blocks.py': 14927, 'opp/common.py': 18222, 'opp/compare.py': 3448, 'opp/concat.py': 7633,
+    'opp/blocks.py': 14927, 'opp/common.py': 18222, 'opp/compare.py': 5306, 'opp/concat.py': 7633,
     'opp/control.py': 9990, 'opp/conv.py': 19093, 'opp/creation.py': 6130,
     'opp/densesets.py': 5892, 'opp/detection.py': 16081, 'opp/fallback.py': 1840,
     'opp/fingerprint.py': 4663, 'opp/fusion.py': 6043, 'opp/image.py': 12007,
     'opp/imageops.py': 10771, 'opp/indexing.py': 11663, 'opp/inputs.py': 1847,
     'opp/linalg.py': 20478, 'opp/lists.py': 17071, 'opp/logical.py': 787, 'opp/lookup.py': 6533,
     'opp/math.py': 9731, 'opp/matrix.py': 12945, 'opp/nn.py': 5135, 'opp/norm.py': 7510,
-    'opp/pool.py': 6252, 'opp/quantize.py': 8403, 'opp/ragged.py': 17343, 'opp/random.py': 16813,
-    'opp/reduce.py': 15731, 'opp/rnn.py': 6167, 'opp/segment.py': 16711, 'opp/select.py': 3449,
+    'opp/pool.py': 7338, 'opp/quantize.py': 8403, 'opp/ragged.py': 17343, 'opp/random.py': 16813,
+    'opp/reduce.py': 15731, 'opp/rnn.py': 6167, 'opp/segment.py': 16711, 'opp/select.py': 3592,
     'opp/sequences.py': 6203, 'opp/setops.py': 19957, 'opp/slicing.py': 17106,
     'opp/sparse.py': 13229, 'opp/special.py': 18581, 'opp/spectral.py': 15489,
-    'opp/strings.py': 15181, 'opp/suppression.py': 6791,
+    'opp/strings.py': 16216, 'opp/suppression.py': 6791,
 }
 
 # hook → the modules that implement it
@@ -206,8 +206,8 @@ IR_TYPES = {
     'special': ('BesselI0e', 'BesselI1e', 'Betainc', 'Digamma', 'Igamma', 'Igammac', 'Lgamma',
                 'Polygamma', 'Zeta'),
     'spectral': ('Complex', 'ComplexAbs', 'Conj', 'FFT', 'IRFFT', 'Imag', 'RFFT', 'Real'),
-    'strings': ('AsString', 'RegexReplace', 'StringCase', 'StringJoin', 'StringSplitV2',
-                'StringToHashBucketFast', 'StringToNumber', 'Substr'),
+    'strings': ('AsString', 'RegexReplace', 'StringCase', 'StringEqual', 'StringJoin',
+                'StringSplitV2', 'StringToHashBucketFast', 'StringToNumber', 'Substr'),
     'suppression': ('CombinedNonMaxSuppression',),
 }
 
