@@ -135,7 +135,7 @@ class Browser:
         """Load the report; return the milliseconds from navigation to the first frame
         after all panes are drawn (the page sets window.tf2irReady to performance.now())."""
         self.events.clear()
-        self.call("Page.navigate", {"url": "file://" + os.path.abspath(path)})
+        self.navigate(path)
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             ready = self.evaluate("window.tf2irReady === undefined ? null : window.tf2irReady")
@@ -146,6 +146,35 @@ class Browser:
                 raise BrowserError(error)
             time.sleep(0.05)
         raise BrowserError("the report did not finish drawing")
+
+    def navigate(self, path: str) -> None:
+        """Open the file `path` (percent-encoded: a name may hold '#', '?' or quotes)."""
+        import pathlib
+        self.call("Page.navigate", {"url": pathlib.Path(os.path.abspath(path)).as_uri()})
+
+    def add_init_script(self, source: str) -> None:
+        """Run `source` in every document this page opens, before the document's own scripts
+        (tests use it to plant a recorder that a script injected by a model would call)."""
+        self.call("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+
+    def wait_for(self, expression: str) -> Any:
+        """Evaluate `expression` until it is truthy (up to the timeout); return its value."""
+        deadline = time.monotonic() + self.timeout
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(expression)
+            except BrowserError as exc:    # e.g. the page is navigating: its context is gone
+                value, last = None, f" ({exc})"
+            if value:
+                return value
+            time.sleep(0.05)
+        raise BrowserError(f"timed out waiting for {expression}{last}")
+
+    def console(self) -> List[str]:
+        """The console messages logged since the last page was opened (as text)."""
+        return [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
+                for e in self.events if e.get("method") == "Runtime.consoleAPICalled"]
 
     def click(self, selector: str) -> None:
         """A real mouse click (pressed, released) at the middle of the element."""

@@ -255,7 +255,7 @@
   function barAction(pane, ev) {
     const a = ev.target.closest("a"), b = ev.target.closest("button");
     if (a && a.dataset.graph !== undefined) { showGraph(pane.view, +a.dataset.graph); return; }
-    if (!b) return;
+    if (!b || pane.graph < 0) return;   // no graph in this pane (the conversion stopped before)
     const m = meta[pane.graph], open = openSet(pane);
     if (b.dataset.act === "open") openUpTo(pane, MORE_BUDGET);
     if (b.dataset.act === "close") open.clear();
