@@ -7,7 +7,13 @@ TensorFlow's own result on the same inputs.
 
 Tolerances are per dtype (`TOLERANCES`); integer and bool outputs must match exactly.
 Each conformance module declares TESTED_DTYPES = {"TFOpType": ("float32", ...)}, which
-docs/ops.md lists (tools/optable.py reads it)."""
+docs/ops.md lists (tools/optable.py reads it).
+
+Three-way shape runs (issue 20): with TF2IR_CONFORMANCE_SHAPES=dims every `check_op` case runs
+again with every placeholder dimension unknown, with =rank with every argument of unknown
+rank inside the graph (`shape_variant`); TensorFlow's reference is the same function traced over the relaxed specs. A case whose
+function TensorFlow itself cannot trace over the relaxed specs is skipped ("TF refuses").
+`python -m tf2ir.tools.shapes3` runs the suite these ways and counts the outcomes."""
 
 from __future__ import annotations
 
@@ -28,6 +34,29 @@ TOLERANCES: Dict[str, tuple] = {
 }
 
 _MANAGER = None
+
+SHAPES_ENV = "TF2IR_CONFORMANCE_SHAPES"
+SHAPE_MODES = ("written", "dims", "rank")
+CHECK_OP_CALLS = []         # the shape mode of every check_op call so far (tools/shapes3 reads it)
+
+
+def shape_mode() -> str:
+    """The shape mode of this run: 'written' (default), 'dims' or 'rank'."""
+    mode = os.environ.get(SHAPES_ENV, "") or "written"
+    if mode not in SHAPE_MODES:
+        raise ValueError(f"{SHAPES_ENV}={mode!r}: expected one of {', '.join(SHAPE_MODES)}")
+    return mode
+
+
+def relax_spec(s, mode: str):
+    """TensorSpec `s` with its shape relaxed for `mode`: 'dims' every dim unknown (the rank
+    kept), 'rank' the rank unknown; 'written' returns `s`."""
+    import tensorflow as tf
+    if mode == "written":
+        return s
+    rank = s.shape.rank
+    shape = None if mode == "rank" or rank is None else [None] * rank
+    return tf.TensorSpec(shape, s.dtype, name=s.name)
 
 
 def rand(*shape, dtype="float32", low=-2.0, high=2.0) -> np.ndarray:
@@ -80,13 +109,20 @@ def check_op(fn: Callable, inputs: Sequence, *, specs: Optional[Sequence] = None
     if specs is None:
         specs = [tf.TensorSpec(a.shape, tf.as_dtype(a.dtype), name=f"x{i}")
                  for i, a in enumerate(arrays)]
+    mode = shape_mode()
+    CHECK_OP_CALLS.append(mode)
+    reference, relay = tf.function(fn), (lambda feed: feed)
+    if mode != "written":
+        fn, specs, relay = shape_variant(fn, specs, mode)
+        reference = _relaxed_reference(fn, specs, mode)
     with tempfile.TemporaryDirectory(prefix="tf2ir-conf-") as directory:
         path, _, _, _ = convert_function(fn, specs, directory, input_shapes)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
         expected_first = None
         for feed in [arrays] + [[np.asarray(a) for a in more] for more in extra_inputs]:
-            expected = tf.nest.flatten(tf.function(fn)(*[tf.constant(a) for a in feed]))
+            feed = relay(feed)
+            expected = tf.nest.flatten(reference(*[tf.constant(a) for a in feed]))
             expected = [np.asarray(e) for e in expected]
             # Placeholders keep the spec names; a spec without a name gets TF's default.
             by_name = dict(zip([s.name or f"x{i}" for i, s in enumerate(specs)], feed))
@@ -97,6 +133,49 @@ def check_op(fn: Callable, inputs: Sequence, *, specs: Optional[Sequence] = None
                 assert_close(want, got, atol, rtol, what=f"output {k}")
             expected_first = expected_first or expected
         return expected_first
+
+
+def shape_variant(fn: Callable, specs: Sequence, mode: str):
+    """(function, specs, feed relay) of `fn` over `specs` in shape `mode`.
+
+    'dims': the same function over specs of the same ranks, every dim unknown.
+    'rank': a graph input must have a rank (tf2ir asks for --inputs otherwise), so each
+    argument `x` becomes two inputs, its values flattened (`x`, 1-D) and its shape
+    (`x_shape`, int32 of unknown length), and the function reshapes them back: inside the
+    graph the argument has unknown rank, for TensorFlow and tf2ir alike."""
+    import tensorflow as tf
+    names = [s.name or f"x{i}" for i, s in enumerate(specs)]
+    if mode == "dims":
+        return fn, [relax_spec(s, mode) for s in specs], lambda feed: feed
+
+    def reshaped(*args):
+        return fn(*[tf.reshape(args[2 * i], args[2 * i + 1]) for i in range(len(names))])
+
+    relaxed = []
+    for name, s in zip(names, specs):
+        relaxed += [tf.TensorSpec([None], s.dtype, name=name),
+                    tf.TensorSpec([None], tf.int32, name=f"{name}_shape")]
+
+    def relay(feed):
+        out = []
+        for a in feed:
+            a = np.asarray(a)
+            out += [a.reshape(-1), np.array(a.shape, np.int32)]
+        return out
+    return reshaped, relaxed, relay
+
+
+def _relaxed_reference(fn: Callable, specs: Sequence, mode: str):
+    """TF's reference over the relaxed `specs`: the same function traced once over them. A
+    function TF cannot trace that way (Python arithmetic on a static shape, an op whose shape
+    function needs the rank) skips the case: there is nothing to compare with."""
+    import pytest
+    import tensorflow as tf
+    try:
+        concrete = tf.function(fn).get_concrete_function(*specs)
+    except Exception as exc:  # noqa: BLE001 - TensorFlow's own refusal, any type
+        pytest.skip(f"TF refuses the {mode}-relaxed specs: {type(exc).__name__}")
+    return concrete
 
 
 def single_op_graph(op_type: str, operands: Sequence, attrs: Optional[dict] = None):
