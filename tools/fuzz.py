@@ -1,12 +1,22 @@
-"""A fuzzing harness for the functions `tf2ir convert` and `tf2ir compile` call.
+"""A fuzzing harness for the functions `tf2ir convert`, `tf2ir compile` and `tf2ir batch` call.
 
-    python -m tf2ir.tools.fuzz --seconds 600 [--kind pb|pbtxt|ir|all] [--seed S] [--jobs J]
-                               [--json report.json] [--save DIR]
+    python -m tf2ir.tools.fuzz --seconds 600 [--kind pb|pbtxt|ir|savedmodel|manifest|all]
+                               [--seed S] [--jobs J] [--json report.json] [--save DIR]
     python -m tf2ir.tools.fuzz --replay DIR/crash-KeyError-ir_text.py-123.ir
 
-Three kinds of mutated input, from one seed corpus (tests/data/sample_cnn.pb and about 190
-small GraphDefs built here with tensorboard's compiled protos, one or a few nodes each over
-the op types of docs/ops.md, plus their `--emit ir` files):
+The release check (issue 21): a 30-minute run over every kind, one worker, niced:
+
+    nice -n 10 python -m tf2ir.tools.fuzz --seconds 1800 --kind all --seed 21 -j 1 \\
+        --save /tmp/fuzz/release --json /tmp/fuzz/release.json
+
+It prints one row per kind and a total row with the counts of cases and of each outcome
+(ok, error, crash, hang, memory, abort, invalid, corrupt, escape), then one line per defect
+group with its reproducer; the same numbers are in the JSON (`kinds.KIND.outcomes`,
+`total.outcomes`, `groups`). Exit status 0: no defect; 1: some.
+
+Five kinds of mutated input. pb, pbtxt and ir come from one seed corpus (tests/data/
+sample_cnn.pb and about 190 small GraphDefs built here with tensorboard's compiled protos,
+one or a few nodes each over the op types of docs/ops.md, plus their `--emit ir` files):
 
   pb     the .pb bytes: bit flips, interesting bytes, truncation, insertion, deletion,
          duplication and splicing of ranges, and edits of the wire structure (varint values,
@@ -20,7 +30,21 @@ the op types of docs/ops.md, plus their `--emit ir` files):
          a binary .pb;
   ir     the .ir text and its .ir.weights: lines deleted, repeated, swapped or taken from
          other seeds, tokens and numbers replaced, characters inserted, the weights file
-         truncated, extended, altered or left out.
+         truncated, extended, altered or left out;
+  savedmodel  a SavedModel directory (seeds made once with TensorFlow and cached: dense, conv,
+         int64/string variables, a constant lookup table, a vocabulary-file table): its
+         saved_model.pb mutated as bytes or as a message (graph, string constants such as
+         RestoreV2's tensor names, signatures, asset file names with `..`, absolute paths,
+         NULs), variables.index mutated as bytes or rewritten as a valid table with edited
+         entries (negative and huge dims, dtypes, offsets, sizes, shards, crc32c, slices,
+         non-UTF-8 or dropped keys, the header), shard bytes flipped, cut or grown, and files
+         replaced by FIFOs, /dev/zero links, links leaving the directory, directories or
+         nothing (tools/fuzz_saved_model.py); converted as `tf2ir convert DIR` by the native
+         reader (--saved-model-reader auto: TensorFlow's route too, for what it refuses);
+  manifest  a `tf2ir batch` manifest (JSON, YAML) in a sandbox, generated with wrong types,
+         NULs, huge values, lone surrogates, YAML aliases, tags and merge keys, deep nesting,
+         output paths with `..`, absolute paths and a symlinked folder, or a valid one mutated
+         as text (tools/fuzz_manifest.py); run as `tf2ir batch MANIFEST -o out -j 1`.
 
 Each case runs in a worker process (fork; one PluginManager per worker; batches of cases per
 round trip) under a time limit (SIGALRM in the worker, SIGKILL from the parent at twice the
@@ -34,11 +58,23 @@ A worker that dies or is killed is replaced; its case is classified. Outcomes:
            grouped by exception type and the innermost tf2ir frame (file:line)
   hang     the case ran past the time limit (grouped by where it was interrupted)
   memory   MemoryError, a resource limit hit, or the worker killed
+  abort    the worker died of SIGABRT (a C++ std::terminate, a pybind11 abort)
   invalid  a model was written that the checker rejects, or a file was left behind
+           (manifest: a model batch reports ok that the checker rejects)
+  corrupt  savedmodel: only checkpoint files were mutated (bytes TensorFlow checksums, or the
+           index entries describing them), the conversion succeeded, and the model differs
+           from the unmutated seed's conversion: TensorFlow refuses such a directory
+           ("Checksum does not match"), tf2ir converted corrupted weights silently
+  escape   savedmodel: the model holds the bytes of a canary file outside the SavedModel
+           directory; manifest: a job's output or sidecar resolves outside -o (caught before
+           it is written), or any file outside -o was created or changed
+
+A manifest model that batch reports as "internal error: ..." is a crash (batch catches it).
 
 One reproducer per defect group (the smallest seen) is saved under --save with a .json
-sidecar; `--replay FILE` runs it again in this process and prints the traceback. No
-TensorFlow is imported.
+sidecar (a SavedModel or manifest case: a folder NAME.savedmodel/ or NAME.manifest/, its
+FIFOs and symlinks listed in NAME.json); `--replay FILE` runs it again in this process and
+prints the traceback. No TensorFlow is imported, but to make the SavedModel seeds once.
 """
 
 from __future__ import annotations
@@ -2186,8 +2222,25 @@ def replay(paths: Sequence[str], config: Config) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tf2ir.tools.fuzz",
-        description="Fuzz tf2ir's convert and compile with mutated .pb, .pbtxt and .ir inputs.",
-        epilog="Exit status: 0 no defect, 1 defects found (crash, hang, memory, invalid), 2 usage.")
+        description="Fuzz tf2ir's convert, compile and batch with mutated .pb, .pbtxt and .ir "
+                    "files, SavedModel directories (savedmodel) and batch manifests (manifest).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""outcomes counted per kind (the report's columns):
+  ok, error      converted, or a clean one-line ConversionError (not defects)
+  crash          any other exception; for manifests also batch's "internal error"
+  hang           past --time-limit;  memory: MemoryError or a resource limit
+  abort          the worker died of SIGABRT (C++ terminate)
+  invalid        a model written with success that onnx.checker rejects, or a file left
+  corrupt        savedmodel: a checkpoint mutation TensorFlow's checksums refuse converted
+                 to a model unlike the seed's (silent corruption)
+  escape         savedmodel: a file outside the directory read into the model;
+                 manifest: a file written (or about to be) outside -o
+
+the 30-minute release run (every kind, one worker):
+  nice -n 10 python -m tf2ir.tools.fuzz --seconds 1800 --kind all --seed 21 -j 1 \\
+      --save /tmp/fuzz/release --json /tmp/fuzz/release.json
+
+Exit status: 0 no defect, 1 defects found (any outcome but ok and error), 2 usage.""")
     parser.add_argument("--seconds", type=float, help="run this long (wall clock)")
     parser.add_argument("--cases", type=int, help="or run this many cases of each kind")
     parser.add_argument("--kind", default="all",
