@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir import OpSet
+from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INT_TYPES, numpy_dtype
 from tf2ir.opp.common import declare_binary, declare_unary
 
 OPS = OpSet("tf2ir.opp.bitwise")
+DOMAIN = "ai.tf2ir.bitwise"
 
 for _op_type, (_onnx_op, _np_fn) in {"BitwiseAnd": ("BitwiseAnd", np.bitwise_and),
                                      "BitwiseOr": ("BitwiseOr", np.bitwise_or),
@@ -53,3 +54,68 @@ for _op_type, _direction in (("LeftShift", "LEFT"), ("RightShift", "RIGHT")):
     _body, _fold = _shift(_direction)
     declare_binary(OPS, _op_type, f"x1 shifted {_direction.lower()} by x2 bits (clamped to [0, bits - 1])",
                    _body, INT_TYPES, INT_TYPES, fold=_fold)
+
+
+# -- Bitcast: a reinterpretation of the bytes (TF's dtypes, quantized ones aside) ---------------
+BITCAST_TYPES = ("bfloat16", "float16", "float32", "float64", "int64", "int32", "uint8", "uint16",
+                 "uint32", "uint64", "int8", "int16", "complex64", "complex128")
+bitcast = (OPS.declare("Bitcast", "The bytes of x read as dtype `type`: the same shape for the "
+                                  "same width; a narrower type adds a last dim of the width "
+                                  "ratio, a wider one removes a last dim of that size. ONNX "
+                                  "opset 18 has no bitcast: a kernel node (tf2ir.InferenceSession).")
+           .input("x", BITCAST_TYPES).output("y", BITCAST_TYPES).attr("type", "dtype"))
+
+
+def _width(dtype: str) -> int:
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
+
+@bitcast.infer
+def _infer_bitcast(node):
+    x, out = node.inputs[0].desc, node.attrs["type"]
+    if out not in BITCAST_TYPES:
+        raise ConversionError(f"Bitcast to {out} is not supported")
+    a, b = _width(x.dtype), _width(out)
+    shape = x.shape
+    if shape is not None and a > b:
+        shape = tuple(shape) + (a // b,)
+    elif shape is not None and a < b:
+        if not shape or shape[-1] not in (None, b // a):
+            raise ConversionError(f"Bitcast from {x.dtype} to {out} needs a last dim of {b // a}")
+        shape = tuple(shape[:-1])
+    return [TensorDesc(out, shape)]
+
+
+@bitcast.lower
+def _lower_bitcast(ctx, node):
+    if node.inputs[0].desc.dtype == node.attrs["type"]:
+        ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)])
+        return
+    unsafe = {node.inputs[0].desc.dtype, node.attrs["type"]} & _NO_KERNEL_TYPES
+    if unsafe:
+        raise ConversionError(f"Bitcast of {', '.join(sorted(unsafe))} is not supported: ONNX "
+                              "opset 18 has no bitcast and onnxruntime-extensions' Python kernels "
+                              "take no half-float or complex tensors")
+    ctx.emit("Bitcast", [ctx.input(0)], [ctx.output(0)], domain=DOMAIN,
+             type=int(ONNX_DTYPES[node.attrs["type"]]))
+
+
+# dtypes onnxruntime-extensions' Python kernels do not take (onnxruntime aborts on them)
+_NO_KERNEL_TYPES = {"float16", "bfloat16", "complex64", "complex128"}
+
+
+@bitcast.kernel
+def bitcast_kernel(x, type=None):
+    x = np.ascontiguousarray(x)
+    out = _ONNX_TO_NUMPY[int(type)] if not isinstance(type, str) else np.dtype(type)
+    a, b = x.dtype.itemsize, np.dtype(out).itemsize
+    y = x.view(out)
+    if a > b:
+        return y.reshape(x.shape + (a // b,))
+    if a < b:
+        return y.reshape(x.shape[:-1])
+    return y.reshape(x.shape)
+
+
+_ONNX_TO_NUMPY = {int(code): numpy_dtype(name) for name, code in ONNX_DTYPES.items()
+                  if name in BITCAST_TYPES and name != "bfloat16"}

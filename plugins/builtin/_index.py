@@ -2,12 +2,12 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '48e45da1466619738580ce1253c6c100c339b8f5'
+FINGERPRINT = '741b1bb95c30c02754a317cc0755a691e027b592'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
     'builtin/__init__.py': 105, 'builtin/arithmetic.py': 1207, 'builtin/array.py': 2474,
-    'builtin/bitwise.py': 585, 'builtin/blocks.py': 1156, 'builtin/compare.py': 605,
+    'builtin/bitwise.py': 605, 'builtin/blocks.py': 1156, 'builtin/compare.py': 605,
     'builtin/concat.py': 1476, 'builtin/control.py': 4084, 'builtin/conv.py': 1727,
     'builtin/creation.py': 740, 'builtin/densesets.py': 417, 'builtin/detection.py': 714,
     'builtin/fallback.py': 1419, 'builtin/fusion.py': 16035, 'builtin/image.py': 1389,
@@ -20,7 +20,7 @@ SOURCES = {
     'builtin/select.py': 496, 'builtin/setops.py': 1303, 'builtin/slicing.py': 579,
     'builtin/sparse.py': 1409, 'builtin/special.py': 616, 'builtin/spectral.py': 1434,
     'builtin/strings.py': 1469, 'builtin/suppression.py': 430, 'opp/__init__.py': 280,
-    'opp/arithmetic.py': 7377, 'opp/array.py': 14979, 'opp/bitwise.py': 2783,
+    'opp/arithmetic.py': 7377, 'opp/array.py': 14979, 'opp/bitwise.py': 5662,
     'opp/blocks.py': 14927, 'opp/common.py': 18222, 'opp/compare.py': 5306, 'opp/concat.py': 7633,
     'opp/control.py': 9990, 'opp/conv.py': 19093, 'opp/creation.py': 6130,
     'opp/densesets.py': 5892, 'opp/detection.py': 16081, 'opp/fallback.py': 1840,
@@ -60,7 +60,8 @@ ORIGIN_TYPES = {
                    'SquaredDifference', 'Sub', 'TruncateDiv', 'TruncateMod', 'Xdivy', 'Xlogy'),
     'array': ('Cast', 'ExpandDims', 'IdentityN', 'MirrorPad', 'Pad', 'PadV2', 'Rank', 'Reshape',
               'Shape', 'ShapeN', 'Size', 'Squeeze', 'Transpose'),
-    'bitwise': ('BitwiseAnd', 'BitwiseOr', 'BitwiseXor', 'Invert', 'LeftShift', 'RightShift'),
+    'bitwise': ('Bitcast', 'BitwiseAnd', 'BitwiseOr', 'BitwiseXor', 'Invert', 'LeftShift',
+                'RightShift'),
     'blocks': ('BatchToSpaceND', 'DepthToSpace', 'SpaceToBatchND', 'SpaceToDepth'),
     'compare': ('ApproximateEqual', 'Equal', 'Greater', 'GreaterEqual', 'Less', 'LessEqual',
                 'NotEqual'),
@@ -150,7 +151,8 @@ IR_TYPES = {
                    'TruncateDiv', 'TruncateMod', 'Xdivy', 'Xlogy'),
     'array': ('Cast', 'Const', 'ExpandDims', 'Identity', 'IdentityN', 'Pad', 'Rank', 'Reshape',
               'Shape', 'ShapeN', 'Size', 'Squeeze', 'Transpose'),
-    'bitwise': ('BitwiseAnd', 'BitwiseOr', 'BitwiseXor', 'Invert', 'LeftShift', 'RightShift'),
+    'bitwise': ('Bitcast', 'BitwiseAnd', 'BitwiseOr', 'BitwiseXor', 'Invert', 'LeftShift',
+                'RightShift'),
     'blocks': ('BatchToSpaceND', 'DepthToSpace', 'SpaceToBatchND', 'SpaceToDepth'),
     'compare': ('ApproximateEqual', 'Equal', 'Greater', 'GreaterEqual', 'Less', 'LessEqual',
                 'NotEqual'),

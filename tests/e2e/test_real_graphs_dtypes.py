@@ -120,3 +120,34 @@ def test_equality_and_select_dtypes_include_strings():
         assert "string" in ir_types(op_type) and "string" in ir_types(op_type, 1)
     for op_type in ("Select", "SelectV2"):
         assert "string" in ir_types(op_type, 1)
+
+
+# -- Bitcast ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("src, dst, shape", [
+    ("float32", "int32", (3, 4)), ("int32", "float32", (2, 3)), ("float64", "uint8", (2, 2)),
+    ("uint8", "float32", (3, 4)), ("int16", "uint16", (5,)), ("uint64", "float64", (2,)),
+])
+def test_bitcast_reinterprets_the_bytes(src, dst, shape):
+    import tensorflow as tf
+    x = rand(*shape, dtype=src, low=0, high=50)
+    compare(lambda v: tf.bitcast(v, getattr(tf, dst)), [x], kernels=True)
+
+
+def test_half_float_bitcast_is_refused_with_the_reason():
+    import tensorflow as tf
+    from tf2ir.ir import ConversionError
+    with tempfile.TemporaryDirectory() as directory, \
+            pytest.raises(ConversionError, match="Bitcast of float16 is not supported: ONNX"):
+        convert_function(lambda v: tf.bitcast(v, tf.int16), [spec([3], "float16")], directory)
+
+
+def test_keras3_argmax_on_floats():
+    import keras
+    x = rand(3, 7)
+    x[1, 2] = x[1, 5] = 9.0          # ties: the first index, as TF's
+    compare(lambda v: keras.ops.argmax(v, axis=-1), [x], kernels=True)
+
+
+def test_bitcast_dtypes_are_tfs():
+    quantized = {"qint8", "quint8", "qint16", "quint16", "qint32"}
+    assert ir_types("Bitcast") == tf_types("Bitcast") - quantized
