@@ -254,7 +254,9 @@ class TensorBundle:
             return ConversionError(f"checkpoint entry '{key}' {text}", model=self.model)
         dtype = TF_DTYPES.get(entry.dtype)
         if dtype is None or dtype not in TENSOR_TYPES:
-            name = dtype or TF_DTYPE_NAMES.get(entry.dtype, f"enum {entry.dtype}")
+            base = TF_DTYPES.get(entry.dtype - 100) if entry.dtype > 100 else None
+            name = dtype or (base and base + "_ref") or TF_DTYPE_NAMES.get(
+                entry.dtype, f"enum {entry.dtype}")
             raise bad(f"has dtype {name}, which tf2ir does not read from a checkpoint")
         if entry.shape.unknown_rank:
             raise bad("has an unknown rank")
