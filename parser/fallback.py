@@ -10,6 +10,11 @@ outside and whose outputs are the tensors the rest of the graph (or the model's 
 read; it carries the segment's GraphDef, with a Placeholder per input. The TFSubgraph
 plugin (plugins/builtin/fallback.py) types it by running TF's shape inference, and the
 runtime entry runs it with TensorFlow.
+
+A segment holds only op types that compute (ir/onnx/trust.py, the list the runtime entry
+checks again before TensorFlow runs a segment): a model whose unmapped nodes include one
+that reads or writes files, runs Python or keeps state (WriteFile, PyFunc, VarHandleOp) is
+refused with every such op type named, exit 3, before TensorFlow sees any of it.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Sequence, Set, Tuple
 
-from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.names import fresh_name
+from tf2ir.ir.onnx import trust
 from tf2ir.ir.tensor import TensorDesc
 from tf2ir.parser.attrs import TF_DTYPES
 from tf2ir.parser.graph_view import TfGraph, TfNode
@@ -129,9 +135,12 @@ def cut_segments(tf_graph: TfGraph, kept: List[str], outputs: List[Tensor],
         return kept, outputs, []
     moved: Dict[Tensor, Tensor] = {}
     first: Dict[str, FallbackNode] = {}
+    built = []
     for segment in segments:
         segment.name = fresh_name(f"{segment.nodes[0]}/{FALLBACK_OP}", tf_graph.nodes)
-        node = _fallback_node(tf_graph, segment)
+        built.append(_fallback_node(tf_graph, segment))
+    _refuse_untrusted(tf_graph, built)
+    for segment, node in zip(segments, built):
         tf_graph.nodes[segment.name] = node
         first[segment.nodes[0]] = node
         moved.update({t: (segment.name, i) for i, t in enumerate(segment.outputs)})
@@ -149,6 +158,24 @@ def cut_segments(tf_graph: TfGraph, kept: List[str], outputs: List[Tensor],
     for name in members:
         del tf_graph.nodes[name]
     return _topological(tf_graph, order), [moved.get(t, t) for t in outputs], segments
+
+
+def _refuse_untrusted(tf_graph: TfGraph, nodes: List[FallbackNode]) -> None:
+    """Every node a segment may not run (ir/onnx/trust.py), in one error: the op types with
+    a count, an example node and the reason each."""
+    found: Dict[str, List[trust.Refusal]] = {}
+    for node in nodes:
+        for refusal in trust.refusals(node.graph_def):
+            found.setdefault(refusal.op_type, []).append(refusal)
+    if not found:
+        return
+    parts = [f"{op} ({len(r)} node{'s' * (len(r) > 1)}, e.g. '{r[0].where}': {r[0].reason})"
+             for op, r in sorted(found.items())]
+    raise ConversionError(
+        f"--fallback tf cannot give TensorFlow {len(found)} op type"
+        f"{'s' * (len(found) > 1)}: {', '.join(parts)}; a fallback segment may run only op "
+        "types that compute (README: Running models you did not make)", model=tf_graph.model,
+        exit_code=ExitStatus.UNSUPPORTED)
 
 
 def _fallback_node(tf_graph: TfGraph, segment: Segment) -> FallbackNode:

@@ -29,27 +29,67 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
         prototypes = registered_prototypes() or PluginManager().prototypes
 
     def kernel_for(node):
+        """A kernel from the table of the installed plugins' prototypes, by the node's op
+        type (never by a name the model chooses), with the plugin that declares it."""
         if node.domain == FALLBACK_DOMAIN and node.op_type == "TFSubgraph":
-            return tensorflow_segment(node)
+            return tensorflow_segment(node), SEGMENT_PLUGIN
         if node.domain in STANDARD_DOMAINS or node.op_type not in prototypes:
             return None
-        return prototypes[node.op_type].kernel_fn
+        prototype = prototypes[node.op_type]
+        return None if prototype.kernel_fn is None else (prototype.kernel_fn, prototype.plugin)
     return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options)
 
 
 FALLBACK_DOMAIN = "ai.tf2ir.tf"
+SEGMENT_PLUGIN = "TensorFlow (--fallback tf)"
 
 
 def tensorflow_segment(node):
     """The kernel of a fallback segment (a TFSubgraph node): its GraphDef in a TensorFlow
-    session of its own, made on the first call; takes the inputs, returns the outputs."""
+    session of its own, made on the first call; takes the inputs, returns the outputs.
+
+    Checked here, when the session is built and before TensorFlow sees anything: the
+    GraphDef holds only op types a segment may run (ir/onnx/trust.py), its inputs are
+    Placeholders, one per input of the node, and it gives one tensor per output."""
     import base64
+    import binascii
 
     from onnx import helper
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    graph_def = base64.b64decode(attrs["graph_def"])
-    feeds = [n.decode() + ":0" for n in attrs["input_names"]]
-    fetches = [n.decode() for n in attrs["output_names"]]
+
+    from tf2ir.ir.onnx import trust
+    from tf2ir.parser.graph_view import graph_def_class
+
+    def refuse(message: str) -> ConversionError:
+        return ConversionError(f"fallback segment: {message}", node=node.name or None,
+                               op_type=f"{node.domain}:{node.op_type}",
+                               plugin=SEGMENT_PLUGIN)
+    try:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        graph_def = base64.b64decode(attrs["graph_def"], validate=True)
+        feeds = [n.decode() for n in attrs["input_names"]]
+        fetches = [n.decode() for n in attrs["output_names"]]
+        parsed = graph_def_class()()
+        parsed.ParseFromString(graph_def)
+    except KeyError as exc:
+        raise refuse(f"the node has no attribute {exc}") from None
+    except (binascii.Error, ValueError, TypeError, AttributeError) as exc:
+        raise refuse(f"its attributes do not hold a GraphDef and tensor names "
+                     f"({type(exc).__name__}: {exc})") from None
+    except Exception as exc:   # protobuf's DecodeError
+        raise refuse(f"graph_def is not a GraphDef ({type(exc).__name__})") from None
+    refused = trust.refusals(parsed)
+    if refused:
+        raise refuse(f"the GraphDef holds {trust.refusal_text(refused)}; a fallback segment "
+                     "may run only op types that compute (README: Running models you did "
+                     "not make)")
+    placeholders = {n.name for n in parsed.node if n.op in ("Placeholder", "PlaceholderV2")}
+    if len(feeds) != len(node.input) or len(fetches) != len(node.output):
+        raise refuse(f"the node has {len(node.input)} inputs and {len(node.output)} outputs, "
+                     f"its graph takes {len(feeds)} and gives {len(fetches)}")
+    strays = [n for n in feeds if n not in placeholders]
+    if strays or len(set(feeds)) != len(feeds):
+        raise refuse(f"input_names must name distinct Placeholders of the graph, not "
+                     f"{', '.join(repr(n) for n in strays) or 'one twice'}")
     state = {}
 
     def run(*arrays, **_):
@@ -61,7 +101,7 @@ def tensorflow_segment(node):
                 tf.compat.v1.import_graph_def(tf.compat.v1.GraphDef.FromString(graph_def),
                                               name="")
             state["session"] = tf.compat.v1.Session(graph=graph)
-        results = state["session"].run(fetches, dict(zip(feeds, arrays)))
+        results = state["session"].run(fetches, {f"{n}:0": a for n, a in zip(feeds, arrays)})
         return tuple(results) if len(results) > 1 else results[0]
     return run
 
@@ -144,6 +184,8 @@ def _run(session, path: str, feeds: Dict[str, np.ndarray]) -> Dict[str, np.ndarr
     try:
         arrays = {n: _as_input(v, inputs[n].type) for n, v in feeds.items()}
         values = session.run(None, arrays)
+    except ConversionError as exc:   # a kernel's failure (KernelError): its own line
+        raise exc.located(model=path)
     except Exception as exc:
         raise ConversionError(f"onnxruntime failed: {_first_line(exc)}", model=path,
                               exit_code=ExitStatus.FAILED) from None

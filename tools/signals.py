@@ -12,7 +12,13 @@ Two safety nets: an `Interrupted` raised where Python cannot propagate it (in a 
 or a weakref callback) is not printed, and the run reports the signal when it ends
 (`received`); and if the run has not ended `FORCE_AFTER_S` seconds after the signal (stuck
 in a long native call), a watchdog thread removes the temporaries, prints the line and
-exits. This module imports only the standard library, so that the command line installs
+exits.
+
+One place must not raise at all: onnxruntime calling a plugin's Python kernel, where an
+exception crossing its C++ frames aborts the process (exit 134). The runtime session holds
+the handlers there (ir/onnx/runtime.py `held_signals`): it calls `_raise.on_held` (`_note`:
+the signal is recorded and the watchdog started at once, so a kernel that never returns
+still ends the run) and calls `_raise` itself when onnxruntime has returned. This module imports only the standard library, so that the command line installs
 its handlers before any heavy import.
 """
 
@@ -62,15 +68,23 @@ class _State:
     previous_hook: Optional[Callable] = None
 
 
-def _raise(signum, frame) -> None:
-    # The first signal ends the run; the others are ignored while it cleans up.
-    for other in HANDLED:
-        signal.signal(other, signal.SIG_IGN)
+def _note(signum) -> None:
+    """Record the run's first signal and start the watchdog (no exception)."""
     if _State.received is None:
         _State.received = signum
         threading.Thread(target=_force_exit, args=(signum,), name="tf2ir-signal-watchdog",
                          daemon=True).start()
+
+
+def _raise(signum, frame) -> None:
+    # The first signal ends the run; the others are ignored while it cleans up.
+    for other in HANDLED:
+        signal.signal(other, signal.SIG_IGN)
+    _note(signum)
     raise Interrupted(signum)
+
+
+_raise.on_held = _note   # type: ignore[attr-defined]   # see the module docstring
 
 
 def _force_exit(signum: int) -> None:

@@ -19,12 +19,27 @@ string ops lower to) run with its library registered. `kernel_for(node)` decides
 nodes get a Python body: by default the prototype
 registry's kernels (filled by the plugin manager); `tf2ir.InferenceSession` adds the TF
 fallback segments.
+
+What a model may make this session run (README: "Running models you did not make"):
+- Python bodies only from the table `kernel_for` fills, bound by this session. A model that
+  names a dispatch op itself (`ai.onnx.contrib:tf2ir_py_*`, whose `kernel` attribute picks a
+  body by key) is refused when the session is built; a key with no body is a recorded
+  failure, never an exception.
+- Nothing a kernel does crosses into onnxruntime (an exception there aborts the process):
+  every body checks the count, dtypes and shapes of its inputs and results against what the
+  model declares (value_info, static dims), and records a failure, which `run` raises as a
+  KernelError naming the node, its op and plugin.
+- While onnxruntime runs Python bodies, SIGINT/SIGTERM/SIGHUP handlers are held
+  (`held_signals`): a signal is recorded, the bodies still to come are skipped, and the
+  handler runs when onnxruntime has returned, where what it raises unwinds as Python.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import signal
 import threading
 import weakref
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -38,7 +53,10 @@ from tf2ir.ir.errors import ConversionError
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft",
                     "ai.onnx.contrib")
 EXTENSIONS_DOMAIN = "ai.onnx.contrib"
-KernelFor = Callable[[onnx.NodeProto], Optional[Callable]]
+DISPATCH_PREFIX = "tf2ir_py_"   # the dispatch ops' names: a model may not use them itself
+# kernel_for(node): None, the node's Python kernel, or (kernel, the plugin that declares it)
+KernelFor = Callable[[onnx.NodeProto], Union[None, Callable, Tuple[Callable, str]]]
+Declared = Tuple[int, Optional[Tuple[Optional[int], ...]]]   # elem type, shape (None: unknown)
 Signature = Tuple[Tuple[int, ...], Tuple[int, ...]]   # PyCustomOpDef input and output types
 _DISPATCH: Dict[Signature, str] = {}   # signature → its registered dispatch op type
 _BODIES: Dict[str, Callable] = {}      # a node's `kernel` attribute → its Python body
@@ -47,11 +65,20 @@ POOL_TYPES = ("dt_float", "dt_double", "dt_float16", "dt_int32", "dt_int64", "dt
               "dt_uint8", "dt_int8")
 _FAILURES: List[str] = []               # what the kernels of the current run raised
 _FAILURES_LOCK = threading.Lock()
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name))
+_SIGNALLED: List[int] = []              # signals held during the current run
+_HOLDING = [False]                      # the main thread is inside `held_signals`
 
 
 class KernelError(ConversionError):
     """A plugin op's Python kernel (or a fallback segment) failed while the model ran: a
     failure of the plugin, which the command line reports in one line (exit 1)."""
+
+
+def _fail(message: str) -> None:
+    with _FAILURES_LOCK:
+        _FAILURES.append(message)
 
 
 def _raise_kernel_failure() -> None:
@@ -62,12 +89,49 @@ def _raise_kernel_failure() -> None:
         raise KernelError(failure)
 
 
-def registry_kernel(node: onnx.NodeProto) -> Optional[Callable]:
+def registry_kernel(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
     """The reference kernel of the IR op a custom-domain node stands for, if declared."""
     from tf2ir.ir.prototype import get_prototype, has_prototype
     if node.domain in STANDARD_DOMAINS or not has_prototype(node.op_type):
         return None
-    return get_prototype(node.op_type).kernel_fn
+    prototype = get_prototype(node.op_type)
+    return None if prototype.kernel_fn is None else (prototype.kernel_fn, prototype.plugin)
+
+
+@contextlib.contextmanager
+def held_signals(active: bool = True):
+    """Hold SIGINT, SIGTERM and SIGHUP while onnxruntime may call Python bodies: a Python
+    handler would raise inside them, through onnxruntime's C++ frames (an abort). A signal
+    is recorded (the bodies still to come are skipped), the handler's `on_held(signum)` is
+    called at once if it has one (tools/signals.py starts its watchdog), and the handler
+    itself runs when the block ends. Only the main thread runs handlers; only handlers that
+    are Python functions are held (SIG_DFL ends the process as it always does)."""
+    if not active or _HOLDING[0] or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: Dict[int, Callable] = {}
+
+    def hold(signum, frame):
+        _SIGNALLED.append(signum)
+        on_held = getattr(previous.get(signum), "on_held", None)
+        if on_held is not None:
+            on_held(signum)
+    _HOLDING[0] = True
+    try:
+        for signum in _SIGNALS:
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                previous[signum] = handler
+                signal.signal(signum, hold)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _HOLDING[0] = False
+        held = _SIGNALLED[0] if _SIGNALLED else None
+        del _SIGNALLED[:]
+        if held is not None and held in previous:
+            previous[held](held, None)   # raises here, outside onnxruntime
 
 
 class InferenceSession:
@@ -78,13 +142,14 @@ class InferenceSession:
                  libraries: Sequence[str] = (), providers: Optional[Sequence[str]] = None,
                  sess_options=None):
         import onnxruntime as ort
+        self.python_ops = 0
+        self._keys: List[str] = []
         options = sess_options or ort.SessionOptions()
         for library in libraries:
             options.register_custom_ops_library(library)
         proto = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
+        _refuse_dispatch_nodes(proto)
         source: Union[str, bytes] = model if isinstance(model, str) else proto.SerializeToString()
-        self.python_ops = 0
-        self._keys: List[str] = []
         if any(n.domain not in STANDARD_DOMAINS for n in _all_nodes(proto.graph)):
             if not isinstance(model, str):
                 proto = _copy(proto)   # the caller's model stays as it is
@@ -100,8 +165,8 @@ class InferenceSession:
                 if isinstance(model, str):
                     from onnx.external_data_helper import load_external_data_for_model
                     load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
-                types = _value_types(proto)
-                self._keys = [_bind(node, kernel, types, f"{id(self)}/{i}")
+                declared = _value_infos(proto)
+                self._keys = [_bind(node, kernel, declared, f"{id(self)}/{i}")
                               for i, (node, kernel) in enumerate(bodies)]
                 _LIVE.add(self)
                 if not any(o.domain == EXTENSIONS_DOMAIN for o in proto.opset_import):
@@ -121,12 +186,13 @@ class InferenceSession:
         (a Python exception must not cross into onnxruntime, which would abort)."""
         with _FAILURES_LOCK:
             _FAILURES.clear()
-        try:
-            results = self._session.run(output_names, input_feed, run_options)
-        except Exception:
+        with held_signals(self.python_ops > 0):
+            try:
+                results = self._session.run(output_names, input_feed, run_options)
+            except Exception:
+                _raise_kernel_failure()
+                raise
             _raise_kernel_failure()
-            raise
-        _raise_kernel_failure()
         return results
 
     def __getattr__(self, name):
@@ -146,34 +212,58 @@ def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _all_nodes(graph: onnx.GraphProto):
-    for node in graph.node:
+    return _walk(graph.node)
+
+
+def _walk(nodes):
+    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), depth first."""
+    for node in nodes:
         yield node
         for attr in node.attribute:
             for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                yield from _all_nodes(sub)
+                yield from _walk(sub.node)
 
 
-def _value_types(model: onnx.ModelProto) -> Dict[str, int]:
-    """Element type of every value the model (after onnx shape inference) names."""
+def _refuse_dispatch_nodes(proto: onnx.ModelProto) -> None:
+    """A model may not name this runtime's dispatch ops: their `kernel` attribute picks a
+    Python body by key, which only the session binds (module docstring)."""
+    functions = _walk(n for function in proto.functions for n in function.node)
+    for node in itertools.chain(_all_nodes(proto.graph), functions):
+        if node.domain == EXTENSIONS_DOMAIN and node.op_type.startswith(DISPATCH_PREFIX):
+            raise ConversionError(
+                f"the model names tf2ir's own kernel dispatch op {node.domain}:{node.op_type}, "
+                "which picks a Python body by its `kernel` attribute; a model may only hold "
+                "the ops of installed plugins, whose kernels the runtime binds itself",
+                node=node.name or None, op_type=node.op_type)
+
+
+def _value_infos(model: onnx.ModelProto) -> Dict[str, Declared]:
+    """Element type and shape (None: unknown; a dim None: not static) of every value the
+    model (after onnx shape inference) names."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:   # custom ops onnx does not know can stop inference: use what is given
         inferred = model
-    types: Dict[str, int] = {}
+    infos: Dict[str, Declared] = {}
 
     def collect(graph: onnx.GraphProto) -> None:
         for info in list(graph.input) + list(graph.output) + list(graph.value_info):
             kind = info.type.WhichOneof("value")
-            if kind == "tensor_type" and info.type.tensor_type.elem_type:
-                types[info.name] = info.type.tensor_type.elem_type
+            tensor = info.type.tensor_type
+            if kind == "tensor_type" and tensor.elem_type:
+                shape = None
+                if tensor.HasField("shape"):
+                    shape = tuple(d.dim_value if d.HasField("dim_value") else None
+                                  for d in tensor.shape.dim)
+                infos[info.name] = (tensor.elem_type, shape)
         for init in graph.initializer:
-            types[init.name] = init.data_type
+            infos[init.name] = (init.data_type, tuple(init.dims))
         for node in graph.node:
             for attr in node.attribute:
                 for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
                     collect(sub)
     collect(inferred.graph)
-    return types
+    return infos
 
 
 def _python_attrs(node: onnx.NodeProto) -> Dict[str, object]:
@@ -191,13 +281,16 @@ def _python_attrs(node: onnx.NodeProto) -> Dict[str, object]:
     return attrs
 
 
-def _pycustom_type(elem_type: int, node: onnx.NodeProto, name: str):
-    from onnxruntime_extensions import PyCustomOpDef
-    numpy_name = helper.tensor_dtype_to_np_dtype(elem_type).name if elem_type else None
-    table = {"float32": "dt_float", "float64": "dt_double", "float16": "dt_float16",
+_PY_TYPES = {"float32": "dt_float", "float64": "dt_double", "float16": "dt_float16",
              "int8": "dt_int8", "int16": "dt_int16", "int32": "dt_int32", "int64": "dt_int64",
              "uint8": "dt_uint8", "uint16": "dt_uint16", "uint32": "dt_uint32",
              "uint64": "dt_uint64", "bool": "dt_bool", "object": "dt_string"}
+
+
+def _pycustom_type(elem_type: int, node: onnx.NodeProto, name: str):
+    from onnxruntime_extensions import PyCustomOpDef
+    numpy_name = helper.tensor_dtype_to_np_dtype(elem_type).name if elem_type else None
+    table = _PY_TYPES
     if numpy_name not in table:
         raise ConversionError(f"value {name!r} of {node.domain}:{node.op_type} node "
                               f"'{node.name}' has no known element type for a Python kernel "
@@ -242,42 +335,105 @@ def _pool(types) -> List[Signature]:
 
 def _register(signature: Signature) -> None:
     from onnxruntime_extensions import PyCustomOpDef, onnx_op
-    name = "tf2ir_py_" + "_".join(map(str, signature[0])) + "__" + "_".join(map(str, signature[1]))
+    name = DISPATCH_PREFIX + "_".join(map(str, signature[0])) + "__" + "_".join(map(str, signature[1]))
 
-    def dispatch(*arrays, kernel):
-        return _BODIES[kernel](*arrays)
+    codes = {getattr(PyCustomOpDef, code): np.dtype(name) for name, code in _PY_TYPES.items()}
+    out_dtypes = [codes[code] for code in signature[1]]
+
+    def dispatch(*arrays, kernel=""):
+        """The body bound to `kernel`; never an exception into onnxruntime."""
+        try:
+            body = _BODIES.get(kernel)
+            if body is not None:
+                return body(*arrays)
+            if not _SIGNALLED:
+                _fail(f"no Python kernel is bound to key {kernel!r} in this process")
+        except BaseException as exc:   # a body never raises; this is the last guard
+            _fail(f"tf2ir's kernel dispatch failed: {type(exc).__name__}: {_first(exc)}")
+        return _stand_ins(out_dtypes)
     onnx_op(op_type=name, inputs=list(signature[0]), outputs=list(signature[1]),
             attrs={"kernel": PyCustomOpDef.dt_string})(dispatch)
     _DISPATCH[signature] = name
 
 
-def _bind(node: onnx.NodeProto, kernel: Callable, types: Dict[str, int], key: str) -> str:
+class _Mismatch(Exception):
+    """What a body was given or returned disagrees with what the model declares."""
+
+
+def _stand_ins(dtypes: Sequence[np.dtype]):
+    """Empty outputs that stand in for the results of a kernel that failed or was skipped."""
+    cast = tuple(np.zeros((0,), t) for t in dtypes)
+    return cast if len(cast) > 1 else cast[0]
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _dims(shape: Sequence[Optional[int]]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _checked(array, dtype: np.dtype, declared, what: str, cast: bool = True) -> np.ndarray:
+    """`array` (as `dtype` if `cast`), if its kind and shape agree with the declared ones."""
+    if array is None:
+        raise _Mismatch(f"{what} is None")
+    value = np.asarray(array)
+    if dtype == object:
+        agrees = value.dtype.kind in "OUS"
+    else:
+        agrees = value.dtype.kind not in "OUSVMm" and (
+            np.can_cast(value.dtype, dtype, "same_kind")
+            or value.dtype.kind in "iu" and dtype.kind in "iu")
+    if not agrees:
+        raise _Mismatch(f"{what} is {value.dtype}, which the model declares "
+                        f"{'string' if dtype == object else dtype}")
+    if declared is not None and (len(declared) != value.ndim or any(
+            d is not None and d != s for s, d in zip(value.shape, declared))):
+        raise _Mismatch(f"{what} has shape {_dims(value.shape)}, which the model declares "
+                        f"{_dims(declared)}")
+    return value.astype(dtype, copy=False) if cast else array
+
+
+def _bind(node: onnx.NodeProto, kernel, declared: Dict[str, Declared], key: str) -> str:
     """Make `node` (in the session's copy) the dispatch op of its types, whose body (`key`)
-    is `kernel` with the node's attributes."""
+    is `kernel` (or (kernel, plugin)) with the node's attributes."""
+    kernel, plugin = kernel if isinstance(kernel, tuple) else (kernel, "")
     attrs = _python_attrs(node)
-    inputs = [_pycustom_type(types.get(n, 0), node, n) for n in node.input]
-    outputs = [_pycustom_type(types.get(n, 0), node, n) for n in node.output]
-    out_dtypes = [np_type for _, np_type in outputs]
-    where = f"{node.domain}:{node.op_type} node '{node.name}'"
+    ins = [(n, _pycustom_type(declared.get(n, (0, None))[0], node, n), declared.get(n, (0, None))[1])
+           for n in node.input]
+    outs = [(n, _pycustom_type(declared.get(n, (0, None))[0], node, n), declared.get(n, (0, None))[1])
+            for n in node.output]
+    out_dtypes = [np_type for _, (_, np_type), _ in outs]
+    where = f"{node.domain}:{node.op_type} node '{node.name}'" + (f" (plugin {plugin})"
+                                                                  if plugin else "")
 
     def body(*arrays):
         """The kernel's result; never an exception, which would abort onnxruntime: a failure
         is recorded for `run` to raise, and empty outputs stand in for the results."""
+        if _SIGNALLED:   # a signal is held: the run ends when onnxruntime returns
+            return _stand_ins(out_dtypes)
         try:
-            result = kernel(*arrays, **attrs)
+            if len(arrays) != len(ins):
+                raise _Mismatch(f"was given {len(arrays)} inputs for the node's {len(ins)}")
+            args = [_checked(a, np.dtype(t), shape, f"input {i} '{n}'", cast=False)
+                    for i, (a, (n, (_, t), shape)) in enumerate(zip(arrays, ins))]
+            result = kernel(*args, **attrs)
             results = result if isinstance(result, tuple) else (result,)
-            if len(results) != len(out_dtypes):
-                raise ValueError(f"returned {len(results)} arrays for {len(out_dtypes)} outputs")
-            cast = tuple(np.asarray(r).astype(t, copy=False) for r, t in zip(results, out_dtypes))
+            if len(results) != len(outs):
+                raise _Mismatch(f"returned {len(results)} arrays for {len(outs)} outputs")
+            cast = tuple(_checked(r, np.dtype(t), shape, f"output {i} '{n}'")
+                         for i, (r, (n, (_, t), shape)) in enumerate(zip(results, outs)))
+        except _Mismatch as exc:
+            _fail(f"the Python kernel of {where}: {exc}")
+            return _stand_ins(out_dtypes)
         except BaseException as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
-            with _FAILURES_LOCK:
-                _FAILURES.append(f"the Python kernel of {where} failed: "
-                                 f"{type(exc).__name__}: {first}".rstrip(": "))
-            cast = tuple(np.zeros((0,), t) for t in out_dtypes)
+            _fail(f"the Python kernel of {where} failed: "
+                  f"{type(exc).__name__}: {_first(exc)}".rstrip(": "))
+            return _stand_ins(out_dtypes)
         return cast if len(cast) > 1 else cast[0]
 
-    op_type = _dispatch_op([t for t, _ in inputs], [t for t, _ in outputs], node)
+    op_type = _dispatch_op([t for _, (t, _), _ in ins], [t for _, (t, _), _ in outs], node)
     _BODIES[key] = body
     node.op_type, node.domain = op_type, EXTENSIONS_DOMAIN
     del node.attribute[:]
