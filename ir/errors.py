@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import signal
+from contextlib import contextmanager
 from enum import IntEnum
+from typing import Iterator, Optional, Tuple, Type
 
 
 class ExitStatus(IntEnum):
@@ -22,7 +24,8 @@ class ExitStatus(IntEnum):
 
 EXIT_STATUS_TEXT = {
     ExitStatus.OK: "success",
-    ExitStatus.FAILED: "conversion failed (bad file, plugin failure, invalid IR)",
+    ExitStatus.FAILED: "conversion failed (bad file, plugin failure or a plugin that cannot "
+                       "load, invalid IR)",
     ExitStatus.USAGE: "usage error (bad option or argument)",
     ExitStatus.UNSUPPORTED: "unsupported op types: the model has op types no plugin maps",
     ExitStatus.MISMATCH: "verification mismatch (verify, convert --verify): outputs differ "
@@ -102,3 +105,34 @@ def plugin_exit(exc: BaseException, what: str, **where) -> ConversionError:
            else "raised KeyboardInterrupt")
     return ConversionError(f"{what} {how}; plugin code must raise an exception, not end tf2ir",
                            **where)
+
+
+# What tf2ir's own (built-in) plugins raise for a node they cannot handle: a failure of the
+# node. Anything else they raise is a bug in tf2ir (an internal error, traceback with -v).
+NODE_FAILURES: Tuple[Type[Exception], ...] = (ValueError, TypeError, KeyError, IndexError,
+                                              ArithmeticError, NotImplementedError)
+
+
+@contextmanager
+def plugin_code(what: str, plugin: Optional[str], builtin: bool = False,
+                **where) -> Iterator[None]:
+    """Run plugin code (a parse function, inference, lowering, fold function or kernel, a
+    hook): whatever it raises becomes one ConversionError naming the plugin and `where`
+    (model, node, op_type), `what` (e.g. "its ONNX lowering") saying which code failed.
+    SystemExit too, and KeyboardInterrupt as `plugin_exit` says; other BaseExceptions (a
+    signal's Interrupted, GeneratorExit) pass. For a `builtin` plugin only NODE_FAILURES are
+    the node's failure, left for outer layers to blame on the plugin that mapped the node
+    (a built-in op fails on what a mapping gave it); any other exception is tf2ir's bug and
+    passes unchanged (an internal error)."""
+    plugin = None if builtin else plugin or None
+    try:
+        yield
+    except ConversionError as exc:
+        raise exc.located(plugin=plugin, **where)
+    except Exception as exc:
+        if builtin and not isinstance(exc, NODE_FAILURES):
+            raise
+        raise ConversionError(f"{what} failed: {type(exc).__name__}: {exc}", plugin=plugin,
+                              **where) from exc
+    except PLUGIN_EXITS as exc:
+        raise plugin_exit(exc, what, plugin=plugin, **where) from exc

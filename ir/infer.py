@@ -37,12 +37,8 @@ def infer_node(node: Node, infer: bool = True) -> None:
         except TypeError as exc:
             raise fail(f"attribute '{name}': {exc}") from exc
     if infer and proto.infer_fn is not None:
-        try:
+        with proto.calling("shape inference", node):   # plugin code: errors name it
             descs = proto.infer_fn(node)
-        except ConversionError as exc:
-            raise exc.located(node=node.name, op_type=node.op_type)
-        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:
-            raise fail(f"shape inference failed: {type(exc).__name__}: {exc}") from exc
         if len(descs) != len(node.outputs):
             raise fail(f"inference gave {len(descs)} outputs for {len(node.outputs)}")
         for value, desc in zip(node.outputs, descs):

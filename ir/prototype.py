@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
+import re
+
 import numpy as np
 
+from tf2ir.ir.errors import plugin_code
 from tf2ir.ir.tensor import DTYPES, TensorDesc
 
 if TYPE_CHECKING:
@@ -23,6 +26,33 @@ REQUIRED = object()  # marks an attribute without a default
 
 ATTR_TYPES = ("int", "float", "bool", "str", "dtype", "shape", "tensor", "func",
               "ints", "floats", "bools", "strs", "dtypes", "shapes")
+
+
+# An op type (IR or TF): what TF's op registry allows, plus the separators of domains and
+# fusion result types ("ir:Add"); no spaces, no control characters, not empty.
+_OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.:>/-]{0,255}\Z")
+
+
+def check_op_type(value: Any, what: str) -> str:
+    """`value` when it is an op type name, else a TypeError or ValueError saying `what`
+    (e.g. "origin_op_type(...)") was given a bad value (a plugin's registration)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: an op type must be a string, not {type(value).__name__} "
+                        f"{value!r:.60}")
+    if not _OP_TYPE.match(value):
+        raise ValueError(f"{what}: {value!r:.80} is not an op type (a letter or '_', then "
+                         "letters, digits and _ . : > / -; at most 256 characters)")
+    return value
+
+
+def check_priority(value: Any, what: str) -> int:
+    """`value` as an int priority (an int, or a string of one), else a TypeError or ValueError."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value):
+        return int(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise TypeError(f"{what}: a priority must be an int, not {type(value).__name__} "
+                    f"{value!r:.60}")
 
 
 def _check_scalar(kind: str, value: Any) -> Any:
@@ -133,6 +163,7 @@ class OpPrototype:
     priority: int = 0       # higher wins when two plugins declare one op type
     plugin: str = ""        # set by the plugin manager: the declaring plugin's name
     source: str = ""        # set by the plugin manager: its module file or package
+    builtin: bool = False   # set by the plugin manager: declared by a tf2ir built-in plugin
 
     # -- declaration (REG_OP style) ----------------------------------------------
     def input(self, name: str, dtypes: Optional[Sequence[str]] = None) -> "OpPrototype":
@@ -174,17 +205,17 @@ class OpPrototype:
         return self
 
     def infer(self, fn: InferFn) -> InferFn:
-        self.infer_fn = fn
+        self.infer_fn = self._function(fn, "infer")
         return fn
 
     def fold(self, fn: FoldFn) -> FoldFn:
         """numpy evaluation for constant inputs, used by constant folding:
         fn(node, input arrays) → output arrays."""
-        self.fold_fn = fn
+        self.fold_fn = self._function(fn, "fold")
         return fn
 
     def lower(self, fn: LowerFn) -> LowerFn:
-        self.lower_fn = fn
+        self.lower_fn = self._function(fn, "lower")
         return fn
 
     def refuse(self, reason: str) -> "OpPrototype":
@@ -204,10 +235,25 @@ class OpPrototype:
         **attrs) → an array, or a tuple of arrays for several outputs. It folds constants
         when the op has no fold function, and runs a node the lowering emits in a custom
         ONNX domain (op type = this op type) in onnxruntime, through tf2ir.InferenceSession."""
-        self.kernel_fn = fn
+        self.kernel_fn = self._function(fn, "kernel")
         if self.fold_fn is None:
             self.fold_fn = _fold_by_kernel(fn)
         return fn
+
+    def _function(self, fn: Any, what: str) -> Any:
+        if not callable(fn):
+            raise TypeError(f"op_prototype({self.op_type!r}).{what}: expected a function, not "
+                            f"{type(fn).__name__} {fn!r:.60}")
+        return fn
+
+    def calling(self, what: str, node: Optional["Node"] = None, **where):
+        """The context in which this prototype's `what` (its inference, lowering, fold
+        function, kernel: plugin code) runs for `node`: whatever it raises is one
+        ConversionError naming the declaring plugin, the node and its op (`plugin_code`)."""
+        if node is not None:
+            where.setdefault("node", node.name)
+            where.setdefault("op_type", node.op_type)
+        return plugin_code(what, self.plugin, self.builtin, **where)
 
     # -- port naming -------------------------------------------------------------
     @staticmethod
@@ -276,14 +322,14 @@ class OpPrototype:
 
     def with_priority(self, priority: int) -> "OpPrototype":
         """Higher wins when two plugins declare this op type (the override is reported)."""
-        self.priority = int(priority)
+        self.priority = check_priority(priority, f"op_prototype({self.op_type!r}).with_priority")
         return self
 
 
 def op_prototype(op_type: str, doc: str = "") -> OpPrototype:
     """Start the prototype of IR op `op_type`; a plugin returns it from its
     `tf2ir_op_prototypes` hook (an `OpSet` collects a module's prototypes)."""
-    return OpPrototype(op_type, doc=doc)
+    return OpPrototype(check_op_type(op_type, "op_prototype(...)"), doc=doc)
 
 
 class OpSet:
@@ -383,4 +429,5 @@ def _fold_by_kernel(fn: KernelFn) -> FoldFn:
     def fold(node, arrays):
         result = fn(*arrays, **node.attrs)
         return list(result) if isinstance(result, tuple) else [result]
+    fold.by_kernel = True   # type: ignore[attr-defined]  # (errors name "its kernel")
     return fold

@@ -24,8 +24,8 @@ from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Ty
 
 import pluggy
 
-from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
-from tf2ir.ir.prototype import REGISTRY, OpPrototype
+from tf2ir.ir.errors import ConversionError, plugin_code
+from tf2ir.ir.prototype import REGISTRY, OpPrototype, check_op_type, check_priority
 from tf2ir.plugins import builtin, spec
 from tf2ir.ir.passes.manager import order_passes
 from tf2ir.plugins.fusion import (
@@ -120,18 +120,14 @@ class PluginManager:
         for ep in entry_points(group=spec.PROJECT):
             if self.pm.get_plugin(ep.name) is not None:
                 continue
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # a broken third-party package must be named
-                raise ConversionError(f"cannot load plugin entry point '{ep.value}': "
-                                      f"{type(exc).__name__}: {exc}", plugin=ep.name) from exc
-            except PLUGIN_EXITS as exc:
-                raise plugin_exit(exc, f"entry point '{ep.value}'",
-                                  plugin=ep.name) from exc
-            self.pm.register(plugin, name=ep.name)
             dist = getattr(ep, "dist", None)
             if dist is not None:
                 self.packages[ep.name] = f"{dist.name} {dist.version}"
+            # A broken third-party package (its import, or a registration it builds there)
+            # must be named.
+            with plugin_code(f"loading entry point '{ep.value}'", self._named(ep.name)):
+                plugin = ep.load()
+            self.pm.register(plugin, name=ep.name)
 
     def load_path(self, path: str) -> None:
         """Register a plugin file, or every `*.py` file of a plugin directory."""
@@ -150,18 +146,18 @@ class PluginManager:
             import hashlib
             digest = hashlib.sha1(file.encode()).hexdigest()[:10]
             module_name = f"tf2ir_plugin_{os.path.splitext(os.path.basename(file))[0]}_{digest}"
-            try:
+            with plugin_code("loading the plugin file", file):   # its import, its registrations
                 module_spec = importlib.util.spec_from_file_location(module_name, file)
                 if module_spec is None or module_spec.loader is None:
                     raise ImportError(f"not a Python module: {file}")
                 module = importlib.util.module_from_spec(module_spec)
                 module_spec.loader.exec_module(module)
-            except Exception as exc:
-                raise ConversionError(f"cannot load plugin file: {type(exc).__name__}: {exc}",
-                                      plugin=file) from exc
-            except PLUGIN_EXITS as exc:   # at import time
-                raise plugin_exit(exc, "the plugin file", plugin=file) from exc
             self.pm.register(module, name=file)
+
+    def _named(self, plugin: str) -> str:
+        """A plugin's name for an error: an installed package's plugin with the package."""
+        package = self.packages.get(plugin)
+        return f"{plugin} ({package})" if package else plugin
 
     def _load_all(self) -> None:
         """Import every built-in module and decide every key, in the order of a manager
@@ -182,26 +178,36 @@ class PluginManager:
         key = (impl.plugin_name, hook_name)
         if key in self._items:
             return self._items[key]
-        try:
+        with plugin_code(hook_name, self._named(impl.plugin_name)):   # it names the plugin
             items = list(impl.function() or [])
-        except Exception as exc:
-            raise ConversionError(f"{hook_name} failed: {type(exc).__name__}: {exc}",
-                                  plugin=impl.plugin_name) from exc
-        except PLUGIN_EXITS as exc:
-            raise plugin_exit(exc, hook_name, plugin=impl.plugin_name) from exc
         source = getattr(impl.plugin, "__file__", None) or repr(impl.plugin)
         if impl.plugin_name in self.packages:
             source = f"{self.packages[impl.plugin_name]} ({source})"
+        builtin = getattr(impl.plugin, "__name__", None) in BUILTIN_MODULES
         results = []
         for item in items:
             if not isinstance(item, expected):
                 raise ConversionError(f"{hook_name} returned {type(item).__name__}, "
-                                      f"expected {hint} results", plugin=impl.plugin_name)
+                                      f"expected {hint} results",
+                                      plugin=self._named(impl.plugin_name))
             # A copy: plugins return module-level objects that managers share.
             item = copy.copy(item)
             item.plugin, item.source = impl.plugin_name, source
             if isinstance(item, OpRegistration):
                 item.origin_types = list(item.origin_types)   # not shared with the plugin's
+                try:
+                    item.validate()
+                except (TypeError, ValueError) as exc:
+                    raise ConversionError(f"{hook_name} returned a bad registration: {exc}",
+                                          plugin=self._named(impl.plugin_name)) from exc
+            elif isinstance(item, OpPrototype):
+                item.builtin = builtin
+                try:
+                    check_op_type(item.op_type, "op_prototype(...)")
+                    item.priority = check_priority(item.priority, "op_prototype(...).with_priority")
+                except (TypeError, ValueError) as exc:
+                    raise ConversionError(f"{hook_name} returned a bad prototype: {exc}",
+                                          plugin=self._named(impl.plugin_name)) from exc
             results.append(item)
         self._items[key] = results
         return results

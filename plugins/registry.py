@@ -6,6 +6,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, List, Optional, cast
 
+from tf2ir.ir.prototype import check_op_type, check_priority
 from tf2ir.plugins.tfnode import FusedTfNode, TfNode
 
 if TYPE_CHECKING:
@@ -46,18 +47,27 @@ class OpRegistration:
     fusion: bool = False    # maps a scope fusion result type (see fusion_parse_params_fn)
 
     # -- the builder, in the seed's words ----------------------------------------
+    # Every argument is checked where it is given: a wrong one raises a TypeError or
+    # ValueError naming the call and the value, which the plugin manager reports naming the
+    # plugin (a plugin that cannot load, exit status 1).
     def framework_type(self, framework: str) -> "OpRegistration":
         if framework != TENSORFLOW:
-            raise ValueError(f"framework {framework!r} is not supported; use TENSORFLOW")
+            raise ValueError(f"{self._call('framework_type')}: framework {framework!r:.60} is "
+                             "not supported; use TENSORFLOW")
         self.framework = framework
         return self
 
     def origin_op_type(self, *op_types: str) -> "OpRegistration":
-        self.origin_types.extend(op_types)
+        """The TF op types this maps: strings, or lists of them (CANN's vector form)."""
+        flat = [t for arg in op_types
+                for t in (arg if isinstance(arg, (list, tuple)) else [arg])]
+        if not flat:
+            raise ValueError(f"{self._call('origin_op_type')}: give at least one op type")
+        self.origin_types.extend(check_op_type(t, self._call("origin_op_type")) for t in flat)
         return self
 
     def parse_params_fn(self, fn: ParseParamsFn) -> "OpRegistration":
-        self.parse_params_fn_ = fn
+        self.parse_params_fn_ = self._function(fn, "parse_params_fn")
         return self
 
     def fusion_parse_params_fn(self, fn: FusionParseParamsFn) -> "OpRegistration":
@@ -65,26 +75,53 @@ class OpRegistration:
         fn(fused_node, op), where fused_node.inner_nodes are the TF nodes it replaced."""
         # Stored as a ParseParamsFn: the origin type is a fusion result's, so only fused
         # nodes ever reach it.
-        self.parse_params_fn_ = cast(ParseParamsFn, fn)
+        self.parse_params_fn_ = cast(ParseParamsFn, self._function(fn, "fusion_parse_params_fn"))
         self.fusion = True
         return self
 
     def parse_op_to_graph_fn(self, fn: ParseOpToGraphFn) -> "OpRegistration":
         """One-to-many mapping (register_op("PartitionedCall")): fn(src, graph) builds the
         call's subgraph from graph.data(index) nodes and IR ops, then graph.set_outputs(...)."""
-        self.parse_op_to_graph_fn_ = fn
+        self.parse_op_to_graph_fn_ = self._function(fn, "parse_op_to_graph_fn")
         return self
 
     def imply_type(self, imply: str) -> "OpRegistration":
-        if imply not in ImplyType.ALL:
-            raise ValueError(f"imply type {imply!r} is not one of {', '.join(ImplyType.ALL)}")
+        if not isinstance(imply, str) or imply not in ImplyType.ALL:
+            raise ValueError(f"{self._call('imply_type')}: imply type {imply!r:.60} is not one "
+                             f"of {', '.join(ImplyType.ALL)}")
         self.imply = imply
         return self
 
     def with_priority(self, priority: int) -> "OpRegistration":
         """Higher wins when two plugins claim one origin op type (the override is reported)."""
-        self.priority = int(priority)
+        self.priority = check_priority(priority, self._call("with_priority"))
         return self
+
+    def _call(self, method: str) -> str:
+        return f"register_op({self.ir_type!r:.60}).{method}(...)"
+
+    def _function(self, fn, method: str):
+        if not callable(fn):
+            raise TypeError(f"{self._call(method)}: expected a function, not "
+                            f"{type(fn).__name__} {fn!r:.60}")
+        return fn
+
+    def validate(self) -> None:
+        """Check the registration as a whole, its fields set by the builder or directly (the
+        plugin manager calls this on every registration a plugin returns)."""
+        check_op_type(self.ir_type, "register_op(...)")
+        if not self.origin_types:
+            raise ValueError(f"{self._call('origin_op_type')} is missing: the registration "
+                             "maps no TF op type")
+        for origin in self.origin_types:
+            check_op_type(origin, self._call("origin_op_type"))
+        self.framework_type(self.framework)
+        self.imply_type(self.imply)
+        self.priority = check_priority(self.priority, self._call("with_priority"))
+        for method, fn in (("parse_params_fn", self.parse_params_fn_),
+                           ("parse_op_to_graph_fn", self.parse_op_to_graph_fn_)):
+            if fn is not None:
+                self._function(fn, method)
 
     # Deprecated shorter spellings: one release with a warning, then gone.
     def origin(self, *op_types: str) -> "OpRegistration":
@@ -101,7 +138,7 @@ class OpRegistration:
 
     def __call__(self, fn: ParseParamsFn) -> ParseParamsFn:
         """The decorator form of `.parse_params_fn(fn)` (DESIGN decision 1)."""
-        self.parse_params_fn_ = fn
+        self.parse_params_fn_ = self._function(fn, "parse_params_fn")
         return fn
 
     @property
@@ -122,4 +159,4 @@ def _deprecated(old: str, new: str) -> None:
 
 def register_op(ir_type: str) -> OpRegistration:
     """Start a mapping to IR op `ir_type`; a plugin returns it from `tf2ir_op_mappings`."""
-    return OpRegistration(ir_type)
+    return OpRegistration(check_op_type(ir_type, "register_op(...)"))

@@ -342,7 +342,9 @@ def _main(argv: Optional[List[str]]) -> int:
         return ExitStatus.FAILED
     except Exception as exc:  # a bug in tf2ir: still one line, the traceback with -v
         _traceback(args)
-        print(f"tf2ir: error: internal error while handling {_subject(args)}: "
+        plugin = _plugin_of(exc)   # (plugin code outside the places that name the plugin)
+        what = f"plugin {escape(plugin)} failed" if plugin else "internal error"
+        print(f"tf2ir: error: {what} while handling {_subject(args)}: "
               f"{type(exc).__name__}: {escape(exc)} (run with -v for the traceback)",
               file=sys.stderr)
         return ExitStatus.FAILED
@@ -352,8 +354,10 @@ def _main(argv: Optional[List[str]]) -> int:
         _traceback(args)
         how = (f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit)
                else "raised KeyboardInterrupt")
-        print(f"tf2ir: error: while handling {_subject(args)}, code tf2ir ran {escape(how)} "
-              "(a plugin?); run with -v for the traceback", file=sys.stderr)
+        plugin = _plugin_of(exc)
+        who = f"plugin {escape(plugin)}" if plugin else "code tf2ir ran (a plugin?)"
+        print(f"tf2ir: error: while handling {_subject(args)}, {who} {escape(how)}; "
+              "run with -v for the traceback", file=sys.stderr)
         return ExitStatus.FAILED
     finally:
         signals.clean_up()   # the writers remove their temporaries; this catches any left
@@ -366,6 +370,17 @@ def _subject(args) -> str:
         if getattr(args, key, None):
             return escape(getattr(args, key))
     return args.command
+
+
+def _plugin_of(exc: BaseException):
+    """The plugin file whose code raised `exc` (the innermost plugin frame of its traceback:
+    the plugin manager imports a plugin file as module `tf2ir_plugin_*`), or None."""
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("tf2ir_plugin_"):
+            found = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return found
 
 
 def _traceback(args) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, plugin_exit
+from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.opset import (
@@ -157,22 +157,15 @@ class LowerContext:
         """Run `node`'s prototype lowering in this context."""
         self.node = node
         model = self.model
-        lower = get_prototype(node.op_type).lower_fn if has_prototype(node.op_type) else None
-        if lower is None:
+        proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
+        if proto is None or proto.lower_fn is None:
             raise ConversionError("IR op has no ONNX lowering", model=model, node=node.name,
                                   op_type=node.op_type)
-        try:
-            lower(self, node)
-        except ConversionError as exc:
-            raise exc.located(model=model, node=node.name, op_type=node.op_type)
-        except (ValueError, TypeError, KeyError, IndexError, ArithmeticError,
-                NotImplementedError) as exc:    # (onnx's helpers raise the last for a dtype)
-            raise ConversionError(f"lowering to ONNX failed: {exc}", model=model,
-                                  node=node.name, op_type=node.op_type) from exc
-        except PLUGIN_EXITS as exc:   # sys.exit() in a plugin's lowering is its failure
-            owner = get_prototype(node.op_type).plugin or None
-            raise plugin_exit(exc, "its ONNX lowering", model=model,
-                              node=node.name, op_type=node.op_type, plugin=owner) from exc
+        # The lowering is the declaring plugin's code: what it raises (sys.exit() included)
+        # is one error naming the plugin and the node (onnx's helpers raise
+        # NotImplementedError for a dtype: a built-in lowering's node failure too).
+        with proto.calling("its ONNX lowering", node, model=model):
+            proto.lower_fn(self, node)
 
     # -- subgraphs (If branches, Loop bodies) ------------------------------------------
     def subcontext(self) -> "LowerContext":
@@ -302,7 +295,10 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
     them: tools/report.py gives one that records what each pass removed)."""
     manager = manager if manager is not None else pass_manager(passes, check_passes)
-    manager.run(graph, kind="ir")
+    try:
+        manager.run(graph, kind="ir")   # folding runs plugins' kernels: name the model too
+    except ConversionError as exc:
+        raise exc.located(model=model_name)
     ctx = lower_graph(graph, model=model_name)
     optimize_lowered(ctx, graph, manager)
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph

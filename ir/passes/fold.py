@@ -6,21 +6,30 @@ inputs together stays a node, and the bound is applied before the fold function 
 the output shapes inference gives (so Fill, Tile, Range or a broadcast never allocate a
 huge array first); a node whose output shape stays unknown is not folded. The folded
 nodes are erased together at the end, so a chain of n foldable nodes folds in O(n).
+
+Fold functions and kernels are plugin code: what they raise, and a result that is not what
+the node declares (count, dtype, rank, shape), is an error naming the plugin and the node
+right here, not a wrong constant that a node downstream trips over. A built-in op that
+cannot fold stays a node instead (its lowering says what is wrong).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Tuple
+import reprlib
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from tf2ir.ir.errors import NODE_FAILURES, ConversionError
 from tf2ir.ir.graph import Graph, Node, Value
-from tf2ir.ir.prototype import get_prototype, has_prototype
+from tf2ir.ir.prototype import OpPrototype, get_prototype, has_prototype
 from tf2ir.ir.tensor import TensorDesc, numpy_dtype
 
 
 FOLD_LIMIT_BYTES = 1 << 20
+# What a built-in fold function may raise for inputs it cannot fold (the node stays).
+FOLD_FAILURES = NODE_FAILURES + (MemoryError,)
 
 
 def fold_constants(graph: Graph) -> int:
@@ -67,13 +76,14 @@ def _result_bytes(node: Node) -> Optional[List[int]]:
     sizes = [_output_bytes(v.desc) for v in node.outputs]
     if all(size is not None for size in sizes):
         return [s for s in sizes if s is not None]
-    infer = get_prototype(node.op_type).infer_fn
-    if infer is None:
+    proto = get_prototype(node.op_type)
+    if proto.infer_fn is None:
         return None
-    try:
-        descs = infer(node)
-    except Exception:         # inference fails later, where it names the node
-        return None
+    with proto.calling("shape inference", node):   # sys.exit() in it names the plugin
+        try:
+            descs = proto.infer_fn(node)
+        except Exception:     # inference fails later, where it names the node
+            return None
     sizes = [_output_bytes(desc) for desc in descs]
     if len(sizes) != len(node.outputs) or any(size is None for size in sizes):
         return None
@@ -82,8 +92,10 @@ def _result_bytes(node: Node) -> Optional[List[int]]:
 
 def _fold_node(graph: Graph, node: Node) -> Optional[List[Value]]:
     """The constants that replace `node` (their uses moved onto them), or None."""
-    fold = get_prototype(node.op_type).fold_fn if has_prototype(node.op_type) else None
-    if node.op_type == "Const" or node.subgraphs or not node.inputs or fold is None:
+    proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
+    fold = proto.fold_fn if proto is not None else None
+    if proto is None or fold is None or node.op_type == "Const" or node.subgraphs \
+            or not node.inputs:
         return None
     constants = [v.const_value for v in node.inputs if v is not None]
     inputs = [array for array in constants if array is not None]
@@ -96,19 +108,67 @@ def _fold_node(graph: Graph, node: Node) -> Optional[List[Value]]:
     sizes = _result_bytes(node)
     if sizes is None or sum(sizes) > limit:
         return None
-    try:
-        with np.errstate(all="ignore"):
-            arrays = fold(node, inputs)
-    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, MemoryError):
-        return None           # the lowering will say what is wrong
-    if len(arrays) != len(node.outputs):
-        return None
-    if sum(np.asarray(a).nbytes for a in arrays) > limit:
+    what = "its kernel" if getattr(fold, "by_kernel", False) else "its fold function"
+    with proto.calling(what, node):
+        try:
+            with np.errstate(all="ignore"):
+                results = fold(node, inputs)
+        except FOLD_FAILURES:
+            if proto.builtin:
+                return None   # the lowering will say what is wrong
+            raise
+        arrays = _checked_results(proto, what, node, results)
+    if arrays is None or sum(a.nbytes for a in arrays) > limit:
         return None
     consts: List[Value] = []
     for value, array in zip(node.outputs, arrays):
-        array = np.asarray(array, dtype=numpy_dtype(value.desc.dtype))
         const = graph.add_const(array, f"{node.name}/folded", value.desc.format)
         consts.append(const)
         graph.replace_all_uses_with(value, const)
     return consts
+
+
+def _checked_results(proto: OpPrototype, what: str, node: Node,
+                     results: Any) -> Optional[List[np.ndarray]]:
+    """The arrays `what` returned for `node`, one per output, each of the dtype, rank and
+    shape the output declares. A plugin's wrong result raises (the ConversionError is
+    located on the plugin and node by the caller's `calling`); a built-in's (whose results
+    may need casting to the output's dtype) leaves the node unfolded."""
+    def wrong(message: str) -> Optional[List[np.ndarray]]:
+        if proto.builtin:
+            return None
+        raise ConversionError(f"{what} returned {message}")
+
+    if not isinstance(results, (list, tuple)):
+        return wrong(f"{type(results).__name__} {_short(results)}, expected a list of "
+                     f"{len(node.outputs)} arrays (one per output)")
+    if len(results) != len(node.outputs):
+        return wrong(f"{len(results)} results for {len(node.outputs)} outputs")
+    arrays = []
+    for port, (value, result) in enumerate(zip(node.outputs, results)):
+        desc = value.desc
+        dtype = numpy_dtype(desc.dtype)
+        expected = f"a {desc.dtype} array of shape {desc.shape_text()}"
+        if proto.builtin:
+            try:
+                array = np.asarray(result, dtype=dtype)
+            except (ValueError, TypeError, OverflowError):
+                return None
+        elif not isinstance(result, (np.ndarray, np.generic)):
+            return wrong(f"{type(result).__name__} {_short(result)} for output {port}, "
+                         f"expected {expected}")
+        else:
+            array = np.asarray(result)
+            if dtype == np.object_ and array.dtype.kind in "SU":   # strings: any numpy form
+                array = array.astype(np.object_)
+            if array.dtype != dtype:
+                return wrong(f"a {array.dtype} array for output {port}, expected {expected}")
+        if desc.shape is not None and (array.ndim != len(desc.shape) or any(
+                d is not None and d != n for d, n in zip(desc.shape, array.shape))):
+            return wrong(f"shape {list(array.shape)} for output {port}, expected {expected}")
+        arrays.append(array)
+    return arrays
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)   # bounded, whatever a plugin returned
