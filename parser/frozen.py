@@ -74,8 +74,8 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
     if not is_saved_model(path):
         raise ConversionError("is a directory but not a SavedModel (no saved_model.pb in it)",
                               model=path)
-    from tf2ir.parser.saved_model import check_assets
-    check_assets(path)   # TensorFlow would read an asset path that leaves the directory
+    from tf2ir.parser.saved_model import check_before_tensorflow
+    check_before_tensorflow(path)   # TF would read a path that leaves the directory, or block
     tf = import_tensorflow()
     try:
         loaded = tf.saved_model.load(path, tags=list(tags) or None)

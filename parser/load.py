@@ -103,6 +103,8 @@ def load_saved_model(path: str, signature: str, tags: Sequence[str]):
             reason = exc.message + (f" (node '{exc.node}', {exc.op_type})" if exc.node else "")
             if reader == "native":
                 raise
+            from tf2ir.parser.saved_model import check_before_tensorflow
+            check_before_tensorflow(path)   # before the seconds `import tensorflow` takes
             try:
                 frozen.import_tensorflow()
             except ImportError:

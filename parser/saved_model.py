@@ -165,12 +165,18 @@ def _meta_graph(path: str, tags: Sequence[str]):
                           model=path)
 
 
-def check_assets(path: str) -> None:
-    """Refuse, before TensorFlow loads the SavedModel at `path` (and reads its assets, a
-    vocabulary file into a table), what would make it read a file outside the directory:
-    an AssetFileDef filename that does not resolve inside `assets/` (`../x`, an absolute
-    path, a symlink out), an asset that is not a regular file, or a file-initialised table
-    whose file name is a constant (not an asset) naming a path outside the directory."""
+def check_before_tensorflow(path: str) -> None:
+    """Refuse, before TensorFlow loads the SavedModel at `path` (and reads its checkpoint
+    and assets, a vocabulary file into a table), what would make it read a file outside the
+    directory or block: a checkpoint file or fingerprint that leaves the directory or is
+    not a regular file, an AssetFileDef filename that does not resolve inside `assets/`
+    (`../x`, an absolute path, a symlink out), an asset that is not a regular file, or a
+    file-initialised table whose file name is a constant (not an asset) outside the directory."""
+    variables = os.path.join(path, "variables")
+    names = sorted(os.listdir(variables)) if os.path.isdir(variables) else []
+    for name in [os.path.join("variables", n) for n in names] + ["fingerprint.pb"]:
+        if os.path.lexists(os.path.join(path, name)):
+            os.close(open_regular(os.path.join(path, name), name, path, path))
     assets = os.path.join(path, "assets")
     for meta_graph in _saved_model(path).meta_graphs:
         fed = set()

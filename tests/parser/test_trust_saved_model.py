@@ -57,13 +57,15 @@ def _cli(*args, env=None, timeout=120):
                           text=True, env=env, timeout=timeout)
 
 
-def _refused(saved, tmp_path, code, *needles, native=False, timeout=120):
-    """Convert `saved`: exit `code`, one error line holding every needle, no output file."""
+def _refused(saved, tmp_path, code, *needles, reader=None, timeout=120):
+    """Convert `saved` (SavedModel `reader`: native, tf, or None for native then TensorFlow
+    where the native reader refuses): exit `code`, one error line holding every needle, no
+    output file."""
     out = str(tmp_path / "out.onnx")
     env = dict(os.environ)
     env.pop(READER, None)
-    if native:
-        env[READER] = "native"
+    if reader:
+        env[READER] = reader
     result = _cli("convert", saved, "-o", out, env=env, timeout=timeout)
     assert result.returncode == code, result.stderr
     lines = result.stderr.strip().splitlines()
@@ -221,13 +223,22 @@ def test_the_index_read_is_bounded(saved, monkeypatch):
         tensor_bundle.TensorBundle(os.path.join(saved, "variables", "variables"))
 
 
-def test_a_shard_linked_outside_the_directory_is_refused(saved, tmp_path):
-    """A symlinked shard that would read (here: a valid copy) from outside the SavedModel."""
+@pytest.mark.parametrize("reader", ["native", "tf"])
+def test_a_shard_linked_outside_the_directory_is_refused(reader, saved, tmp_path):
+    """A symlinked shard that would read (here: a valid copy) from outside the SavedModel:
+    refused natively and before TensorFlow loads the directory; a FIFO too (TF would block)."""
     outside = str(tmp_path / "elsewhere.data")
     shutil.move(_shard(saved), outside)
     os.symlink(outside, _shard(saved))
     _refused(saved, tmp_path, 1, "leaves the SavedModel directory",
-             "variables.data-00000-of-00001")
+             "variables.data-00000-of-00001", reader=reader)
+    if reader == "tf":
+        os.remove(_index(saved))
+        os.mkfifo(_index(saved))
+        os.remove(_shard(saved))
+        shutil.move(outside, _shard(saved))
+        _refused(saved, tmp_path, 1, "is not a regular file", "variables.index", reader=reader,
+                 timeout=60)
 
 
 # -- finding 10, the checkpoint half: every index field checked ---------------------------------
@@ -259,7 +270,7 @@ CRASHES = {   # each an uncaught ValueError before
 def test_bad_checkpoint_entries_are_one_line(case, saved, tmp_path):
     change, needle = CRASHES[case]
     _mutate_entry(saved, KEY, change)
-    _refused(saved, tmp_path, 1, needle, KEY, "node 'Variable'", native=True)
+    _refused(saved, tmp_path, 1, needle, KEY, "node 'Variable'", reader="native")
 
 
 @pytest.mark.parametrize("change,needle", [
@@ -315,16 +326,22 @@ def test_a_non_utf8_restore_name(saved, tmp_path):
             tf1.saved_model.simple_save(session, export, {"x": x1}, {"y": x1 * w})
     assert _rename_restore_key(export, b"w", b"w\xff")
     os.remove(out)
-    _refused(export, tmp_path, 1, "node 'w'", r"checkpoint has no entry 'w\xff'", native=True)
+    _refused(export, tmp_path, 1, "node 'w'", r"checkpoint has no entry 'w\xff'", reader="native")
 
 
 # -- finding 4: asset paths, checked before TensorFlow loads the directory -----------------------
-def _vocabulary_model(tmp_path, filename=None):
-    """The vocabulary-file model (the native reader refuses it, TensorFlow loads it), its
-    AssetFileDef filename set to `filename`; a host file with secret lines beside it."""
+@pytest.fixture(scope="module")
+def vocabulary(tmp_path_factory):
     from tests.parser.test_saved_model_native import _vocabulary_file_model
+    return _vocabulary_file_model(tmp_path_factory.mktemp("vocab"))
+
+
+def _vocabulary_model(vocabulary, tmp_path, filename=None):
+    """A copy of the vocabulary-file model (the native reader refuses it, TensorFlow loads
+    it), its AssetFileDef filename set to `filename`; a host file with secret lines beside it."""
     from tf2ir.parser.tensor_bundle import bundle_messages
-    saved = _vocabulary_file_model(tmp_path)
+    saved = str(tmp_path / "vocab")
+    shutil.copytree(vocabulary, saved)
     (tmp_path / "host_secret.txt").write_text("secret-1\nsecret-2\n")
     if filename is not None:
         path = os.path.join(saved, "saved_model.pb")
@@ -339,15 +356,16 @@ def _vocabulary_model(tmp_path, filename=None):
 
 
 @pytest.mark.parametrize("filename", ["../../host_secret.txt", "ABSOLUTE"])
-def test_an_asset_name_leaving_the_directory_is_refused_before_tensorflow(filename, tmp_path):
+def test_an_asset_name_leaving_the_directory_is_refused_before_tensorflow(filename, vocabulary,
+                                                                          tmp_path):
     if filename == "ABSOLUTE":
         filename = str(tmp_path / "host_secret.txt")
-    saved = _vocabulary_model(tmp_path, filename)
+    saved = _vocabulary_model(vocabulary, tmp_path, filename)
     _refused(saved, tmp_path, 1, "leaves the SavedModel's assets directory", repr(filename))
 
 
-def test_an_asset_linked_outside_the_directory_is_refused(tmp_path):
-    saved = _vocabulary_model(tmp_path)
+def test_an_asset_linked_outside_the_directory_is_refused(vocabulary, tmp_path):
+    saved = _vocabulary_model(vocabulary, tmp_path)
     asset = os.path.join(saved, "assets", "vocab.txt")
     os.remove(asset)
     os.symlink(str(tmp_path / "host_secret.txt"), asset)
@@ -357,7 +375,7 @@ def test_an_asset_linked_outside_the_directory_is_refused(tmp_path):
 def test_a_table_reading_a_constant_path_outside_is_refused(tmp_path):
     """A file initializer fed a constant file name (no asset) outside the directory."""
     from tf2ir.ir.errors import ConversionError
-    from tf2ir.parser.saved_model import check_assets
+    from tf2ir.parser.saved_model import check_before_tensorflow
     from tf2ir.parser.tensor_bundle import bundle_messages
     model = bundle_messages()[2]()
     graph = model.meta_graphs.add().graph_def
@@ -370,7 +388,7 @@ def test_a_table_reading_a_constant_path_outside_is_refused(tmp_path):
     saved.mkdir()
     (saved / "saved_model.pb").write_bytes(model.SerializeToString())
     with pytest.raises(ConversionError, match="outside the SavedModel directory") as info:
-        check_assets(str(saved))
+        check_before_tensorflow(str(saved))
     assert info.value.node == "init"
 
 
