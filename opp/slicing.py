@@ -47,7 +47,9 @@ def _lower_slice(ctx, node):
         to_end = ctx.emit("Equal", [sizes, ctx.constant(np.array(-1, np.int64))])[0]
         ends = ctx.emit("Where", [to_end, ctx.constant(np.array(INT64_MAX, np.int64)),
                                   ctx.emit("Add", [starts, sizes])[0]])[0]
-        n = node.inputs[2].desc.shape[0] if node.inputs[2].desc.shape else node.inputs[0].desc.rank
+        # the axes: from size's or begin's length, else x's rank (a length may be unknown)
+        lengths = [d.shape[0] for d in (node.inputs[2].desc, node.inputs[1].desc) if d.shape]
+        n = next((v for v in lengths + [node.inputs[0].desc.rank] if v is not None), None)
         if n is None:
             raise ConversionError("the slice rank must be known")
     ctx.emit("Slice", [ctx.input(0), starts, ends, int64_constant(ctx, range(n))], [ctx.output(0)])
