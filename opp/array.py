@@ -10,7 +10,7 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
 from tf2ir.opp.common import (
     INT64_MIN, cast_from_int64, const_ints, emit_cast, emit_dim, int64_input, normalize_axis,
-    same_as_input, scalar_int,
+    partial_ints, same_as_input, scalar_int,
 )
 
 OPS = OpSet("tf2ir.opp.array")
@@ -62,7 +62,12 @@ def _infer_reshape(node):
     if dims is None:
         shape_len = node.inputs[1].desc.shape
         rank = shape_len[0] if shape_len and len(shape_len) == 1 else None
-        return [TensorDesc(x.dtype, None if rank is None else (None,) * rank)]
+        if rank is None:
+            return [TensorDesc(x.dtype, None)]
+        # the entries known now (a Pack of run-time and constant dims, as TF's own shape
+        # function reads it): the channels after a reshape with run-time height and width
+        known = partial_ints(node.inputs[1], rank)
+        return [TensorDesc(x.dtype, tuple(None if d is None or d < 0 else d for d in known))]
     out = [None if d == -1 else d for d in dims]
     if -1 in dims and x.is_fully_known():
         known = int(np.prod([d for d in dims if d != -1]))

@@ -42,10 +42,25 @@ def same_as_input(node, index: int = 0) -> List[TensorDesc]:
     return [desc.copy()]
 
 
-def normalize_axis(axis: int, rank: int) -> int:
+def normalize_axis(axis: int, rank: Optional[int]) -> int:
+    """`axis` in 0..rank-1 (0 for a scalar). With the rank unknown (None) a non-negative axis
+    stands as given and a negative one is a ConversionError: it counts from an end no one
+    knows (a lowering whose ONNX op counts from the end itself uses `onnx_axis`)."""
+    if rank is None:
+        if axis < 0:
+            raise ConversionError(f"axis {axis} counts from the end, and the input rank is "
+                                  f"unknown: it must be known")
+        return axis
     if not -rank <= axis < max(rank, 1):
         raise ConversionError(f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
+
+
+def onnx_axis(axis: int, rank: Optional[int]) -> int:
+    """`axis` for an ONNX op that counts a negative axis from the end of its own run-time
+    rank (Gather, Concat, Unsqueeze, Squeeze, Split, ...): normalized where `rank` is known,
+    as given where it is not."""
+    return axis if rank is None else normalize_axis(axis, rank)
 
 
 def const_ints(node, index: int) -> Optional[List[int]]:

@@ -7,12 +7,17 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import const_ints, emit_dim, int64_input, normalize_axis, scalar_int
+from tf2ir.opp.common import const_ints, emit_dim, int64_input, normalize_axis, onnx_axis, scalar_int
 
 OPS = OpSet("tf2ir.opp.concat")
 
 pack = OPS.declare("Pack", "Stacks x0..xN-1 along a new dim `axis`.") \
     .dynamic_input("x", count_attr="N").output("y").attr("N", "int").attr("axis", "int", 0)
+
+
+def _known_rank(values):
+    """The rank of the first of `values` whose rank is known (all have the same), or None."""
+    return next((v.desc.rank for v in values if v.desc.rank is not None), None)
 
 
 @pack.infer
@@ -26,7 +31,9 @@ def _infer_pack(node):
 
 @pack.lower
 def _lower_pack(ctx, node):
-    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank + 1)
+    # TF counts a negative axis from the end of the output, as Unsqueeze and Concat do.
+    rank = _known_rank(node.inputs)
+    a = onnx_axis(node.attrs["axis"], None if rank is None else rank + 1)
     axes = ctx.constant(np.array([a], np.int64))
     parts = [ctx.emit("Unsqueeze", [ctx.input(i), axes])[0] for i in range(len(node.inputs))]
     ctx.emit("Concat", parts, [ctx.output(0)], axis=a)
@@ -57,7 +64,7 @@ def _lower_concat(ctx, node):
     axis = const_ints(node, len(node.inputs) - 1)
     if axis is None:
         raise ConversionError("the concat axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
+    a = onnx_axis(axis[0], _known_rank(node.inputs[:-1]))
     ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
 
 
@@ -81,7 +88,7 @@ def _infer_unpack(node):
 
 @unpack.lower
 def _lower_unpack(ctx, node):
-    a = normalize_axis(node.attrs["axis"], node.inputs[0].desc.rank)
+    a = onnx_axis(node.attrs["axis"], node.inputs[0].desc.rank)
     axes = ctx.constant(np.array([a], np.int64))
     parts = ctx.emit("Split", [ctx.input(0)], len(node.outputs), axis=a, num_outputs=len(node.outputs))
     for i, part in enumerate(parts):
@@ -123,7 +130,7 @@ def _lower_split(ctx, node, x_index, axis_index, sizes):
     axis = const_ints(node, axis_index)
     if axis is None:
         raise ConversionError("the split axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[x_index].desc.rank)
+    a = onnx_axis(axis[0], node.inputs[x_index].desc.rank)
     outputs = [ctx.output(i) for i in range(len(node.outputs))]
     if sizes is None:
         ctx.emit("Split", [ctx.input(x_index)], outputs, axis=a, num_outputs=len(outputs))
@@ -159,10 +166,9 @@ def _lower_split_v(ctx, node):
         return
     # Sizes known at run time (or a -1 entry over a dim known at run time): the -1 entry
     # takes what the others leave of the dim.
-    rank = node.inputs[0].desc.rank
-    if axis is None or rank is None:
-        raise ConversionError("the split axis must be constant and the input rank known")
-    a = normalize_axis(axis[0], rank)
+    if axis is None:
+        raise ConversionError("the split axis must be constant")
+    a = onnx_axis(axis[0], node.inputs[0].desc.rank)    # emit_dim reads a negative one too
     parts = int64_input(ctx, 1)
     rest = ctx.emit("Equal", [parts, ctx.constant(np.array(-1, np.int64))])[0]
     zero = ctx.constant(np.array(0, np.int64))

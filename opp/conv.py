@@ -163,8 +163,26 @@ def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=Non
         new_shape = [fshape[0] or 0, fshape[1] or 0, 1, fshape[2] * fshape[3]]
     elif x_channels is not None and fshape[-2]:
         groups = x_channels // fshape[-2]
+    weight = _onnx_weight(ctx, node, index, dtype or node.inputs[0].desc.dtype, to_tf, new_shape)
+    if not depthwise and not transposed and (x_channels is None or not fshape[-2]):
+        # The data's channels are unknown until run time, and with them the group count
+        # (channels / the filter's input channels): never group=1 by guess. A grouped
+        # convolution is one convolution by the block-diagonal filter, built at run time.
+        ctx.note(f"{node.name}: the data's channel count is unknown; its group count is "
+                 f"taken at run time (a block-diagonal filter)")
+        weight = _block_diagonal(ctx, weight, ctx.input(0), fmt.index("C"), rank,
+                                 _compute_dtype(dtype or node.inputs[0].desc.dtype))
+    return weight, groups
+
+
+def _compute_dtype(dtype: str) -> str:
+    return dtype if dtype in ORT_CONV_TYPES else "float32"
+
+
+def _onnx_weight(ctx, node, index, dtype, to_tf, new_shape):
+    """The filter at input `index` in ONNX's layout and the compute dtype for `dtype`."""
+    rank = len(to_tf)
     perm = [rank - 1, rank - 2] + list(range(rank - 2))       # TF's layout → ONNX's
-    dtype = dtype or node.inputs[0].desc.dtype
     w = ctx.const_input(index)
     if w is not None:
         w = np.asarray(w, np.float32) if dtype not in ORT_CONV_TYPES else w
@@ -172,14 +190,36 @@ def onnx_filter(ctx, node, index=1, depthwise=False, transposed=False, dtype=Non
         if new_shape:
             w = w.reshape(new_shape)
         # a view of the IR weights, not a copy: the writer copies it out slice by slice
-        return ctx.constant(w.transpose(perm), "filter_onnx"), groups
+        return ctx.constant(w.transpose(perm), "filter_onnx")
     name = compute_input(ctx, index, dtype)
     if not new_shape:
-        return ctx.emit("Transpose", [name], perm=[to_tf[p] for p in perm])[0], groups
+        return ctx.emit("Transpose", [name], perm=[to_tf[p] for p in perm])[0]
     if to_tf != sorted(to_tf):
         name = ctx.emit("Transpose", [name], perm=to_tf)[0]
     name = ctx.emit("Reshape", [name, ctx.constant(np.array(new_shape, np.int64))])[0]
-    return ctx.emit("Transpose", [name], perm=perm)[0], groups
+    return ctx.emit("Transpose", [name], perm=perm)[0]
+
+
+def _block_diagonal(ctx, w, x, channel_axis, rank, dtype):
+    """ONNX filter `w` (out, in/groups, spatial...) of a convolution over data `x` whose
+    channel count (dim `channel_axis`) is known at run time only, as the group-1 filter
+    (out, in, spatial...) of the same grouped convolution: w tiled along its input channels,
+    zero where an output channel's group is not the input channel's."""
+    i64 = lambda v: ctx.constant(np.array(v, np.int64))
+    dim = lambda t, a: ctx.emit("Gather", [ctx.emit("Shape", [t])[0], i64(a)], axis=0)[0]
+    out, per_group_in, channels = dim(w, 0), dim(w, 1), dim(x, channel_axis)
+    groups = ctx.emit("Div", [channels, per_group_in])[0]
+    repeats = ctx.emit("Concat", [i64([1]), ctx.emit("Unsqueeze", [groups, i64([0])])[0],
+                                  i64([1] * (rank - 2))], axis=0)[0]
+    tiled = ctx.emit("Tile", [w, repeats])[0]
+    per_group_out = ctx.emit("Div", [out, groups])[0]
+    out_group = ctx.emit("Div", [ctx.emit("Range", [i64(0), out, i64(1)])[0], per_group_out])[0]
+    in_group = ctx.emit("Div", [ctx.emit("Range", [i64(0), channels, i64(1)])[0], per_group_in])[0]
+    same = ctx.emit("Equal", [ctx.emit("Unsqueeze", [out_group, i64([1])])[0],
+                              ctx.emit("Unsqueeze", [in_group, i64([0])])[0]])[0]
+    mask = ctx.emit("Cast", [same], to=ONNX_DTYPES[dtype])[0]
+    mask = ctx.emit("Unsqueeze", [mask, i64(list(range(2, rank)))])[0]
+    return ctx.emit("Mul", [tiled, mask])[0]
 
 
 # -- Conv2D, DepthwiseConv2D, Conv3D ------------------------------------------------------------------

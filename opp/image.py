@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
-from tf2ir.ir.onnx.writer import ONNX_DTYPES
+from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import NUMBER_TYPES
 from tf2ir.opp.common import const_ints, data_layout, partial_ints
 from tf2ir.opp.conv import compute_input
@@ -70,6 +70,12 @@ def _lower_resize(ctx, node):
         sizes = ctx.constant(np.asarray(size, np.int64).reshape(2), "sizes")
     else:
         sizes = ctx.emit("Cast", [ctx.input(1)], to=ONNX_DTYPES["int64"])[0]
+        # onnx's shape inference must know that a run-time size has 2 entries (else it
+        # rejects the Resize), and inside a subgraph (an If branch) it reads no outer-scope
+        # initializer: a Pack of scalars there has no known length. A Reshape to [2] whose
+        # shape is a Constant node of this graph states it wherever the Resize is.
+        two = ctx.emit("Constant", [], value=tensor_proto("two", np.array([2], np.int64)))[0]
+        sizes = ctx.emit("Reshape", [sizes, two])[0]
     images, compute = ctx.input(0), x.dtype
     if mode != "nearest":
         compute = "float32"       # TF's bilinear and bicubic kernels give float32

@@ -10,7 +10,7 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES, numpy_dtype
 from tf2ir.opp.common import (
     cast_from_int64, const_ints, emit_cast, emit_where, infer_from_shape_input, int64_constant,
-    int64_input, normalize_axis, same_as_input, scalar_int, scalar_int64_input,
+    int64_input, normalize_axis, onnx_axis, same_as_input, scalar_int, scalar_int64_input,
 )
 
 OPS = OpSet("tf2ir.opp.indexing")
@@ -52,16 +52,40 @@ def _infer_gather_v2(node):
 @gather_v2.lower
 def _lower_gather_v2(ctx, node):
     axis = const_ints(node, 2)
-    if axis is None:
-        raise ConversionError("the gather axis must be constant")
-    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
     batch = _batch_dims(node, node.inputs[1].desc.rank)
-    if batch > a:
-        raise ConversionError(f"batch_dims {batch} must not exceed the axis {a}")
-    if batch == 0:
+    if axis is None and batch == 0:
+        _lower_runtime_axis_gather(ctx)
+        return
+    if axis is None:
+        raise ConversionError("a gather with batch_dims needs a constant axis")
+    if batch == 0:      # ONNX Gather counts a negative axis from the end itself
+        a = onnx_axis(axis[0], node.inputs[0].desc.rank)
         ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
         return
+    a = normalize_axis(axis[0], node.inputs[0].desc.rank)
+    if batch > a:
+        raise ConversionError(f"batch_dims {batch} must not exceed the axis {a}")
     _lower_batched_gather(ctx, node, a, batch)
+
+
+def _lower_runtime_axis_gather(ctx):
+    """An axis known at run time (tf.signal.frame on a signal of unknown rank): x as
+    [outer, dim, inner] around the axis, gathered along dim 1 and given back its dims."""
+    i64 = lambda v: int64_constant(ctx, v)
+    shape = ctx.emit("Shape", [ctx.input(0)])[0]
+    axis = ctx.emit("Reshape", [scalar_int64_input(ctx, 2), i64([1])])[0]
+    negative = ctx.emit("Less", [axis, i64(0)])[0]
+    axis = ctx.emit("Where", [negative, ctx.emit("Add", [axis, ctx.emit("Shape", [shape])[0]])[0],
+                              axis])[0]
+    after = ctx.emit("Add", [axis, i64([1])])[0]
+    outer = ctx.emit("Slice", [shape, i64([0]), axis])[0]
+    inner = ctx.emit("Slice", [shape, after, i64([2 ** 62])])[0]
+    size = lambda dims: ctx.emit("ReduceProd", [dims], keepdims=1)[0]
+    flat = ctx.emit("Reshape", [ctx.input(0), ctx.emit("Concat", [
+        size(outer), ctx.emit("Slice", [shape, axis, after])[0], size(inner)], axis=0)[0]])[0]
+    gathered = ctx.emit("Gather", [flat, ctx.input(1)], axis=1)[0]
+    dims = ctx.emit("Concat", [outer, ctx.emit("Shape", [ctx.input(1)])[0], inner], axis=0)[0]
+    ctx.emit("Reshape", [gathered, dims], [ctx.output(0)])
 
 
 @gather_v2.fold
@@ -79,6 +103,9 @@ def _lower_batched_gather(ctx, node, axis, batch):
         raise ConversionError("batch_dims needs the indices rank")
     x = ctx.input(0)
     middle = axis - batch                      # x dims between the batch dims and the axis
+    if middle and rank is None:
+        raise ConversionError(f"batch_dims {batch} below the axis {axis} needs the params rank "
+                              f"(to move the axis), and it is unknown")
     if middle:
         perm = list(range(batch)) + [axis] + list(range(batch, axis)) + list(range(axis + 1, rank))
         x = ctx.emit("Transpose", [x], perm=perm)[0]
@@ -192,14 +219,25 @@ def _infer_one_hot(node):
 
 @one_hot.lower
 def _lower_one_hot(ctx, node):
-    rank = node.inputs[0].desc.rank
-    if rank is None:
-        raise ConversionError("the indices rank must be known")
-    a = _one_hot_axis(node, rank)
+    rank, a = node.inputs[0].desc.rank, node.attrs["axis"]
+    if rank is not None:
+        a = _one_hot_axis(node, rank)
+    elif a < -1:
+        raise ConversionError(f"axis {a} is out of range")
     indices = ctx.emit("Unsqueeze", [int64_input(ctx, 0), int64_constant(ctx, [a])])[0]
     positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), scalar_int64_input(ctx, 1),
                                    ctx.constant(np.array(1, np.int64))])[0]
-    positions = ctx.emit("Reshape", [positions, int64_constant(ctx, [-1] + [1] * (rank - a))])[0]
+    if rank is not None:
+        target = int64_constant(ctx, [-1] + [1] * (rank - a))
+    elif a == -1:       # the last axis: the positions broadcast as they are
+        target = int64_constant(ctx, [-1])
+    else:               # the indices rank at run time: [-1, 1, ..., 1] (rank - axis ones)
+        ones = ctx.emit("Sub", [ctx.emit("Size", [ctx.emit("Shape", [ctx.input(0)])[0]])[0],
+                                int64_constant(ctx, a)])[0]
+        ones = ctx.emit("Expand", [int64_constant(ctx, [1]),
+                                   ctx.emit("Reshape", [ones, int64_constant(ctx, [1])])[0]])[0]
+        target = ctx.emit("Concat", [int64_constant(ctx, [-1]), ones], axis=0)[0]
+    positions = ctx.emit("Reshape", [positions, target])[0]
     hit = ctx.emit("Equal", [indices, positions])[0]
     emit_where(ctx, hit, ctx.input(2), ctx.input(3), node.inputs[2].desc.dtype, ctx.output(0))
 

@@ -233,14 +233,31 @@ def _lower_strided_slice(ctx, node):
     _squeeze_and_unsqueeze(ctx, current, layout)
 
 
+def _lower_unmasked_slice(ctx):
+    """A spec of run-time length without masks: dims 0..len-1 sliced as given (TF's clamp of
+    a start below -dim for a negative step, which leaves nothing, as an end of 0)."""
+    begins, ends, steps = (int64_input(ctx, i) for i in (1, 2, 3))
+    zero = int64_constant(ctx, 0)
+    axes = ctx.emit("Range", [zero, ctx.emit("Size", [begins])[0], int64_constant(ctx, 1)])[0]
+    dims = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], axes], axis=0)[0]
+    nothing = ctx.emit("And", [ctx.emit("Less", [ctx.emit("Add", [begins, dims])[0], zero])[0],
+                               ctx.emit("Less", [steps, zero])[0]])[0]
+    ends = ctx.emit("Where", [nothing, zero, ends])[0]
+    ctx.emit("Slice", [ctx.input(0), begins, ends, axes, steps], [ctx.output(0)])
+
+
 def _lower_runtime_strided_slice(ctx, node, rank):
     """begin, end or strides known only at run time (the masks are attributes): one Slice
     over every dim the spec slices, masked bounds filled by the sign of the stride (with
     Where when the strides are run-time values), a shrunk dim sliced [b, b+1)."""
     n = spec_length(node)
+    if n is None and not any(node.attrs.get(f"{m}_mask") for m in
+                             ("begin", "end", "ellipsis", "new_axis", "shrink_axis")):
+        _lower_unmasked_slice(ctx)        # tf.signal.frame on a signal of unknown rank
+        return
     if n is None:
         raise ConversionError("the slice spec's length must be known (begin, end or strides "
-                              "of a static shape)")
+                              "of a static shape) where it has masks")
     layout = slice_layout(rank, n, node.attrs)
     ranged = [e for e in layout if e[0] == "dim"]
     current = ctx.input(0)

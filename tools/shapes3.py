@@ -168,7 +168,8 @@ def summary(mode: str, outcomes: Dict[str, dict], examples: int = 1) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.shapes3",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=MODES + ("all",), default="all")
+    parser.add_argument("--mode", default="all",
+                        help="written, dims, rank, several joined by commas, or all (default)")
     parser.add_argument("-k", default=None, help="pytest -k expression")
     parser.add_argument("--files", nargs="*", default=None,
                         help="conformance test files (default: all of tests/conformance)")
@@ -179,14 +180,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     base = os.path.join(root, "tests", "conformance")
     tests = [os.path.join(base, f) for f in args.files] if args.files else [base]
-    modes = MODES if args.mode == "all" else (args.mode,)
+    modes = MODES if args.mode == "all" else tuple(args.mode.split(","))
+    if not set(modes) <= set(MODES):
+        parser.error(f"--mode {args.mode}: expected all or some of {', '.join(MODES)}")
     results: Dict[str, Dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="tf2ir-shapes3-") as directory:
         only = None
         for mode in modes:
             start = time.perf_counter()
             results[mode] = run_mode(mode, tests, args.k, only, directory, not args.verbose)
-            if mode == "written" and args.mode == "all":
+            if mode == "written" and len(modes) > 1:
                 only = sorted(results[mode])
             print(summary(mode, results[mode], args.examples)
                   + f"\n    ({time.perf_counter() - start:.0f} s)", flush=True)
