@@ -10,6 +10,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES
+from tf2ir.opp import complexmath
 from tf2ir.opp.common import (
     ARITHMETIC_VIA, FLOAT_KERNELS, MINMAX_VIA, NO_BF16, Emitter, broadcast_shapes, declare_binary,
     emit_via, fold_with, infer_broadcast, lowering,
@@ -159,3 +160,7 @@ clip_by_value.infer(lambda node: infer_broadcast(node, (0, 1, 2)))
 clip_by_value.lower(lowering(lambda o, xs, dtype: o.Max(o.Min(xs[0], xs[2]), xs[1], out=o.out),
                              MIN_MAX_TYPES, (0, 1, 2)))
 clip_by_value.fold(fold_with(lambda x, low, high: np.maximum(np.minimum(x, high), low)))
+
+
+# complex operands (a spectrum times a filter, ...) on the (real, imaginary) pairs
+complexmath.extend(OPS)

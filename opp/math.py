@@ -14,6 +14,7 @@ import numpy as np
 from tf2ir.ir import OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
+from tf2ir.opp import complexmath
 from tf2ir.opp.common import (
     FLOAT_KERNELS, NO_BF16, Emitter, declare_binary, declare_unary, emit_via, same_as_input,
 )
@@ -233,3 +234,7 @@ def _atan2(o, y, x, dtype):
 
 declare_binary(OPS, "Atan2", "the angle of (x2, x1): TF's atan2(y=x1, x=x2)", _atan2, ("float32", "float64"),
                FLOAT_TYPES, fold=np.arctan2)
+
+
+# complex operands (Cos of an FFT's result, ...) on the (real, imaginary) pairs
+complexmath.extend(OPS)

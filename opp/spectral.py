@@ -1,5 +1,6 @@
 """Fourier transforms and complex numbers: FFT (forward and inverse, over the innermost 1, 2 or
-3 dims), RFFT, IRFFT, Complex, Real, Imag, ComplexAbs and Conj.
+3 dims), RFFT, IRFFT, Complex, Real, Imag, ComplexAbs, Angle and Conj (elementwise math on complex
+operands: tf2ir.opp.complexmath).
 
 Complex values. An IR value of dtype complex64 (complex128) keeps TF's dtype and shape; inside
 the ONNX graph it is a float32 (float64) tensor of that shape with a trailing dim of 2 holding
@@ -36,8 +37,11 @@ OPS = OpSet("tf2ir.opp.spectral")
 COMPLEX = ("complex64", "complex128")
 REAL_OF = {"complex64": "float32", "complex128": "float64"}
 COMPLEX_OF = {v: k for k, v in REAL_OF.items()}
-PAIR_MAKERS = ("FFT", "RFFT", "Complex", "Conj")        # IR ops whose output is a complex pair
-PAIR_READERS = ("FFT", "IRFFT", "Real", "Imag", "ComplexAbs", "Conj")
+# elementwise ops that take complex operands on the pairs (tf2ir.opp.complexmath)
+ELEMENTWISE = ("Add", "Sub", "Mul", "RealDiv", "Div", "Neg", "Square", "Exp", "Log", "Sqrt",
+               "Sin", "Cos", "Reciprocal")
+PAIR_MAKERS = ("FFT", "RFFT", "Complex", "Conj") + ELEMENTWISE  # IR ops whose output is a pair
+PAIR_READERS = ("FFT", "IRFFT", "Real", "Imag", "ComplexAbs", "Angle", "Conj") + ELEMENTWISE
 PASS_THROUGH = ("Identity",)
 
 
@@ -338,6 +342,16 @@ def _lower_complex_abs(ctx, node):
     # NaN unless a part is infinite (C's hypot): ReduceMax/Min would skip a NaN
     value = o.Where(o.IsNaN(o.ReduceSum(parts, o.c([-1], "int64"), keepdims=0)), o.c(np.nan), value)
     o.Where(o.IsInf(big), o.c(np.inf), value, out=ctx.output(0))
+
+
+@_part_op("Angle", "the argument, atan2(imag, real)").lower
+def _lower_angle(ctx, node):
+    from tf2ir.opp.math import _atan2
+    real = REAL_OF[node.inputs[0].desc.dtype]
+    o = Emitter(ctx, real, ctx.output(0))
+    pair = pair_input(ctx, node, 0)
+    re, im = [o.Gather(pair, o.c(i, "int64"), axis=-1) for i in (0, 1)]
+    _atan2(o, im, re, real)
 
 
 conj = OPS.declare("Conj", "The complex conjugate.").input("x", COMPLEX).output("y", COMPLEX)

@@ -1,5 +1,5 @@
 """Built-in mappings for TF's Fourier transforms (FFT, IFFT, RFFT, IRFFT and their 2D/3D forms)
-and complex numbers (Complex, Real, Imag, ComplexAbs, Conj); complex values are float
+and complex numbers (Complex, Real, Imag, ComplexAbs, Angle, Conj); complex values are float
 (real, imaginary) pairs inside the ONNX graph (see tf2ir.opp.spectral)."""
 
 from tf2ir.opp import spectral as spectral_ops
@@ -26,7 +26,7 @@ MAPPINGS = (
     + [register_op(ir).origin_op_type(f"{ir}{suffix}").parse_params_fn(transform(rank))
        for ir in ("RFFT", "IRFFT") for suffix, rank in _RANKS.items()]
     + [register_op(op).origin_op_type(op) for op in ("Complex", "Real", "Imag", "ComplexAbs",
-                                                      "Conj")]
+                                                      "Angle", "Conj")]
 )
 
 

@@ -80,3 +80,52 @@ def test_linspace_in_a_while_loop_body_converts_and_check_agrees():
         result = run_cli("check", pb, "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["supported"] is True
+
+
+# -- complex operands of real ops after an FFT -------------------------------------------------
+def test_cos_of_an_rfft_result():
+    """The issue's case: TF's Cos accepts complex64; its result's real part is the output."""
+    import tensorflow as tf
+    graph = compare(lambda x: tf.math.real(tf.cos(tf.signal.rfft(x))), [rand(2, 8)],
+                    specs=[spec([None, 8], "float32", "x0")], extra_inputs=[[rand(5, 8)]])
+    assert "Cos" in _ir_op_types(graph)
+
+
+def _const(tf, z, re, im):
+    return tf.complex(tf.constant(re, z.dtype.real_dtype), tf.constant(im, z.dtype.real_dtype))
+
+
+COMPLEX_FNS = {
+    "sin_exp": lambda tf, z: tf.sin(z) + tf.exp(z * 0.25),
+    "mul_div": lambda tf, z: z * tf.math.conj(z) * _const(tf, z, 2, -1) / (z + _const(tf, z, 3, 1)),
+    "sub_neg_square": lambda tf, z: tf.square(z) - (-z),
+    # log and sqrt away from their branch cut, the negative real axis, where the Nyquist bin
+    # lies with an imaginary part that is 0 in TF and +-1e-16 in ONNX's DFT
+    "log_sqrt_reciprocal": lambda tf, z: (tf.math.log(z * _const(tf, z, 1, .5))
+                                          + tf.sqrt(z * _const(tf, z, 1, -.5)) + tf.math.reciprocal(z)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(COMPLEX_FNS))
+def test_elementwise_math_on_a_spectrum(name, dtype):
+    """A filter applied to an RFFT's spectrum and transformed back; the magnitude and phase of
+    the result are outputs too (complex64 from float32, complex128 from float64). The phase is
+    taken after a turn by atan(0.5): an RFFT's DC and Nyquist bins have imaginary parts of zero,
+    whose sign (which the two sides need not compute alike) flips a negative one's angle."""
+    import tensorflow as tf
+
+    def fn(x):
+        z = COMPLEX_FNS[name](tf, tf.signal.rfft(x))
+        turned = z * _const(tf, z, 1.0, 0.5)
+        return tf.signal.irfft(z), tf.abs(z), tf.math.angle(turned), tf.math.imag(z)
+    compare(fn, [rand(3, 8, dtype=dtype)], specs=[spec([None, 8], dtype, "x0")])
+
+
+def test_complex_operand_of_an_op_without_a_complex_lowering_is_refused():
+    import tensorflow as tf
+    from tf2ir.ir import ConversionError
+    with tempfile.TemporaryDirectory() as directory, pytest.raises(
+            ConversionError, match=r"node 'Tan', op Tan, .*has dtype complex64; allowed"):
+        convert_function(lambda x: tf.math.real(tf.tan(tf.signal.rfft(x))), [spec([2, 8])],
+                         directory)
