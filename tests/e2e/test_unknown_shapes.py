@@ -133,3 +133,44 @@ def test_negative_axis_on_unknown_rank_is_a_clean_refusal():
         check_op(fn, flat(rand(2, 3)) + [np.array([[0], [2]], np.int32)],
                  specs=FLAT + [spec((2, 1), "int32", "x2")])
     assert error.value.op_type == "GatherV2" and "unknown" in error.value.message
+
+
+# -- the three-way shape runs: a small representative subset in CI (the rest: tools/shapes3) --
+THREE_WAY = {
+    "gather": (lambda x: tf.gather(x, [2, 0], axis=-1), [rand(2, 3)]),
+    "pack_concat": (lambda x, y: tf.concat([tf.stack([x, y], axis=-1), tf.expand_dims(x, -1)], -1),
+                    [rand(2, 3), rand(2, 3)]),
+    "split": (lambda x: tf.split(x, 2, axis=-1), [rand(2, 4)]),
+    "one_hot": (lambda i: tf.one_hot(i, 4, axis=0), [np.array([[1, 3], [0, 2]], np.int32)]),
+    "conv": (lambda x: tf.nn.conv2d(x, np.ones((2, 2, 1, 4), np.float32), 1, "VALID"),
+             [rand(1, 4, 4, 2)]),
+    "resize": (lambda x: tf.image.resize(x, [3, 5]), [rand(1, 4, 4, 2)]),
+}
+
+
+@pytest.mark.parametrize("mode", ["dims", "rank"])
+@pytest.mark.parametrize("case", sorted(THREE_WAY))
+def test_three_way_shape_modes(monkeypatch, mode, case):
+    monkeypatch.setenv("TF2IR_CONFORMANCE_SHAPES", mode)
+    fn, inputs = THREE_WAY[case]
+    check_op(fn, inputs, atol=1e-4, rtol=1e-4)
+
+
+def test_shapes3_sorts_outcomes():
+    from tf2ir.tools.shapes3 import classify, summary
+    clean = ConversionError("axis -1 counts from the end", node="n", op_type="GatherV2")
+    try:
+        try:
+            -None
+        except TypeError as exc:
+            raise ConversionError("lowering to ONNX failed", op_type="Pack") from exc
+    except ConversionError as exc:
+        internal = exc
+    assert classify(clean)[0] == "refusal"
+    assert classify(internal)[:2] == ("failure", "internal TypeError [Pack]: bad operand type "
+                                                 "for unary -: '…'")
+    assert classify(AssertionError("output 0: shape (2,), TF (3,)"))[0] == "failure"
+    text = summary("dims", {"a::t[1]": {"outcome": "pass"},
+                            "a::t[2]": {"outcome": "failure", "class": "mismatch: x"}})
+    assert text.startswith("dims     cases     2: pass 1, refusal 0, failure 1")
+    assert "failure    1  mismatch: x  (e.g. t[2])" in text
