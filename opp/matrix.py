@@ -7,7 +7,9 @@ largest pivot of the column, as TF's LU does) in an ONNX Loop over the columns: 
 Det kernel for float64 and ONNX no inverse. A singular matrix has determinant 0 (TF's too) and an
 inverse of inf/NaN entries, where TF raises "not invertible". float16 computes in float32.
 
-The bands take k as a constant (one offset or a pair, k[0] <= k[1]); `align` (SUPER_SUB: LEFT or
+The bands take k (one offset or a pair, k[0] <= k[1]) as a constant or at run time (a pair
+read at run time gives MatrixDiagPart an output of unknown rank: the num_diags dim is there
+only when k[0] < k[1]); `align` (SUPER_SUB: LEFT or
 RIGHT each) says on which side a diagonal shorter than the longest is packed, superdiagonals by
 its first word and subdiagonals by its second (V2 and V1 pack both left). Rows and columns may
 be unknown until run time.
@@ -15,14 +17,16 @@ be unknown until run time.
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES, numpy_dtype
-from tf2ir.opp.common import Emitter, const_ints, emit_cast, emit_where, same_as_input
+from tf2ir.opp.common import (
+    Emitter, const_ints, emit_cast, emit_where, int64_input, same_as_input,
+)
 
 OPS = OpSet("tf2ir.opp.matrix")
 
@@ -157,13 +161,35 @@ def _lower_determinant(ctx, node):
 
 
 # -- diagonal bands -----------------------------------------------------------------------------
-def _band(node, index: int) -> Tuple[int, int]:
+def _band(node, index: int) -> Optional[Tuple[int, int]]:
+    """(k[0], k[1]) when k is a constant, else None (k known at run time)."""
     k = const_ints(node, index)
     if k is None:
-        raise ConversionError("k must be a constant")
+        shape = node.inputs[index].desc.shape
+        if shape is not None and (len(shape) > 1 or (shape and shape[0] not in (None, 1, 2))):
+            raise ConversionError(f"k must be a scalar or a pair, not of shape {list(shape)}")
+        return None
     if not 1 <= len(k) <= 2 or k[0] > k[-1]:
         raise ConversionError(f"k={k} must be one offset or a pair with k[0] <= k[1]")
     return k[0], k[-1]
+
+
+def _single(node, index: int) -> Optional[bool]:
+    """Whether k names one diagonal (no num_diags dim); None when only run time tells."""
+    band = _band(node, index)
+    if band is not None:
+        return band[0] == band[1]
+    shape = node.inputs[index].desc.shape
+    return True if shape is not None and shape in ((), (1,)) else None
+
+
+def _band_values(ctx, o: Emitter, node, index: int) -> Tuple[str, str]:
+    """k[0] and k[1] as int64 scalars: constants, or read from k at run time."""
+    band = _band(node, index)
+    if band is not None:
+        return o.c(band[0]), o.c(band[1])
+    k = o.Reshape(int64_input(ctx, index), o.c([-1]))
+    return o.Gather(k, o.c(0), axis=0), o.Gather(k, o.c(-1), axis=0)
 
 
 def _check_align(node) -> str:
@@ -201,12 +227,15 @@ diag_part = (OPS.declare("MatrixDiagPart", "The diagonals k[0]..k[1] of the inne
 @diag_part.infer
 def _infer_diag_part(node):
     _check_align(node)
-    lo, hi = _band(node, 1)
+    band, single = _band(node, 1), _single(node, 1)
     desc = node.inputs[0].desc
-    if desc.shape is None:
-        return [TensorDesc(desc.dtype, None)]
-    if len(desc.shape) < 2:
+    if desc.shape is not None and len(desc.shape) < 2:
         raise ConversionError(f"MatrixDiagPart needs rank >= 2, not {len(desc.shape)}")
+    if desc.shape is None or single is None:
+        return [TensorDesc(desc.dtype, None)]
+    if band is None:                      # one diagonal, known at run time
+        return [TensorDesc(desc.dtype, desc.shape[:-2] + (None,))]
+    lo, hi = band
     rows, cols = desc.shape[-2:]
     longest = None if None in (rows, cols) else max(min(rows + min(hi, 0), cols - max(lo, 0)), 0)
     band = () if lo == hi else (hi - lo + 1,)
@@ -215,12 +244,12 @@ def _infer_diag_part(node):
 
 @diag_part.lower
 def _lower_diag_part(ctx, node):
-    lo, hi = _band(node, 1)
     align, dtype = node.attrs["align"], node.inputs[0].desc.dtype
     o = Emitter(ctx, "int64")
+    lo, hi = _band_values(ctx, o, node, 1)
     shape, rows, cols = _matrix_dims(o, ctx.input(0))
-    d = o.c(np.arange(hi, lo - 1, -1).reshape(-1, 1))                       # [D, 1]
-    longest = o.Max(o.Min(o.Add(rows, o.c(min(hi, 0))), o.Sub(cols, o.c(max(lo, 0)))), o.c(0))
+    d = o.Unsqueeze(o.Range(hi, o.Sub(lo, o.c(1)), o.c(-1)), o.c([1]))      # [D, 1]
+    longest = o.Max(o.Min(o.Add(rows, o.Min(hi, o.c(0))), o.Sub(cols, o.Max(lo, o.c(0)))), o.c(0))
     j = o.Range(o.c(0), longest, o.c(1))                                    # [L]
     t = o.Sub(j, _offset(o, align, d, _diag_length(o, d, rows, cols), longest))
     valid = o.And(o.GreaterOrEqual(t, o.c(0)), o.Less(t, _diag_length(o, d, rows, cols)))
@@ -232,10 +261,16 @@ def _lower_diag_part(ctx, node):
     picked = o.Gather(flat, flat_index, axis=-1)                             # [..., D, L]
     fill = ctx.input(2) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
     chosen = emit_where(ctx, valid, picked, fill, dtype)
-    if lo == hi:
+    single = _single(node, 1)
+    if single:
         o.Squeeze(chosen, o.c([-2]), out=ctx.output(0))
-    else:
+    elif single is False:
         ctx.emit("Identity", [chosen], [ctx.output(0)])
+    else:                 # the num_diags dim only when k[0] < k[1], known at run time
+        count = o.Reshape(o.Add(o.Sub(hi, lo), o.c(1)), o.c([1]))
+        band = o.Slice(count, o.c([0]), o.Cast(o.Greater(count, o.c(1)), to=7))
+        o.Reshape(chosen, o.Concat(batch, band, o.Reshape(longest, o.c([1])), axis=0),
+                  out=ctx.output(0))
 
 
 set_diag = (OPS.declare("MatrixSetDiag", "The innermost matrices with their diagonals k[0]..k[1] "
@@ -254,19 +289,19 @@ def _infer_set_diag(node):
 
 @set_diag.lower
 def _lower_set_diag(ctx, node):
-    lo, hi = _band(node, 2)
     align, dtype = node.attrs["align"], node.inputs[0].desc.dtype
     o = Emitter(ctx, "int64")
+    lo, hi = _band_values(ctx, o, node, 2)
     shape, rows, cols = _matrix_dims(o, ctx.input(0))
     longest = o.Gather(o.Shape(ctx.input(1)), o.c(-1), axis=0)
     m = o.Unsqueeze(o.Range(o.c(0), rows, o.c(1)), o.c([1]))                # [M, 1]
     n = o.Range(o.c(0), cols, o.c(1))                                        # [N]
     d = o.Sub(n, m)                                                          # [M, N]
-    valid = o.And(o.GreaterOrEqual(d, o.c(lo)), o.LessOrEqual(d, o.c(hi)))
+    valid = o.And(o.GreaterOrEqual(d, lo), o.LessOrEqual(d, hi))
     t = o.Min(m, n)
     index = o.Add(t, _offset(o, align, d, _diag_length(o, d, rows, cols), longest))
     index = o.Min(o.Max(index, o.c(0)), o.Max(o.Sub(longest, o.c(1)), o.c(0)))
-    which = o.Min(o.Max(o.Sub(o.c(hi), d), o.c(0)), o.c(hi - lo))
+    which = o.Min(o.Max(o.Sub(hi, d), o.c(0)), o.Sub(hi, lo))
     flat_index = o.Where(valid, o.Add(o.Mul(which, longest), index), o.c(0))
     batch = o.Slice(shape, o.c([0]), o.c([-2]))
     values = _flat_tail(o, ctx.input(1), batch)

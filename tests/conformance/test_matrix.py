@@ -103,7 +103,8 @@ def test_unknown_shapes_and_empty():
              extra_inputs=[[rand(1, 2, 4), rand(1, 2)], [rand(0, 2, 2), rand(0, 2)]])
 
 
-def test_k_at_run_time_is_refused():
-    with pytest.raises(ConversionError, match="k must be a constant"):
+def test_k_at_run_time_of_three_values_is_refused():
+    # k at run time converts (tests/e2e/test_real_graphs_ops.py); a k of 3 values never runs
+    with pytest.raises(ConversionError, match=r"k must be a scalar or a pair, not of shape \[3\]"):
         check_op(lambda x, k: raw.MatrixDiagPartV3(input=x, k=k, padding_value=0.0),
-                 [rand(3, 3), np.int32(1)])
+                 [rand(3, 3), np.array([0, 1, 2], np.int32)])

@@ -129,3 +129,51 @@ def test_complex_operand_of_an_op_without_a_complex_lowering_is_refused():
             ConversionError, match=r"node 'Tan', op Tan, .*has dtype complex64; allowed"):
         convert_function(lambda x: tf.math.real(tf.tan(tf.signal.rfft(x))), [spec([2, 8])],
                          directory)
+
+
+# -- the MatrixDiag family with a run-time k ---------------------------------------------------
+K_SCALARS = [np.array(k, np.int32) for k in (1, 0, -2, 3)]
+
+
+@pytest.mark.parametrize("align", ["RIGHT_LEFT", "LEFT_RIGHT"])
+def test_diag_part_and_set_diag_with_a_run_time_k(align):
+    """k is an input: one diagonal chosen at run time, read and then replaced, on a batch of
+    4x5 matrices whose sizes are unknown too."""
+    import tensorflow as tf
+
+    def fn(x, k):
+        part = tf.linalg.diag_part(x, k=k, padding_value=-9.0, align=align)
+        return part, tf.linalg.set_diag(x, part * 2.0 + 1.0, k=k, align=align)
+    x = rand(2, 4, 5)
+    graph = compare(fn, [x, K_SCALARS[0]], specs=[spec([None, None, None], "float32", "x0"),
+                                                  spec([], "int32", "x1")],
+                    extra_inputs=[[x, k] for k in K_SCALARS[1:]] + [[rand(3, 6, 2), K_SCALARS[0]]])
+    assert {"MatrixDiagPart", "MatrixSetDiag"} <= _ir_op_types(graph)
+
+
+K_PAIRS = [np.array(k, np.int32) for k in ((-1, 1), (0, 2), (1, 1), (-3, -1))]
+
+
+def test_a_band_of_diagonals_with_a_run_time_k_pair():
+    """k = (k0, k1) at run time: the num_diags dim exists only when k0 < k1, so the band's rank
+    is unknown to the converter; it is flattened (and its shape returned) to compare."""
+    import tensorflow as tf
+
+    def fn(x, k):
+        band = tf.raw_ops.MatrixDiagPartV3(input=x, k=k, padding_value=0.5, align="LEFT_LEFT")
+        new = tf.raw_ops.MatrixDiagPartV2(input=x, k=k, padding_value=0.0)
+        full = tf.raw_ops.MatrixSetDiagV3(input=x, diagonal=band + 1.0, k=k, align="LEFT_LEFT")
+        return tf.reshape(band, [-1]), tf.shape(band), tf.reshape(new, [-1]), full
+    x = rand(4, 4)
+    compare(fn, [x, K_PAIRS[0]], specs=[spec([None, None], "float32", "x0"), spec([2], "int32", "x1")],
+            extra_inputs=[[x, k] for k in K_PAIRS[1:]])
+
+
+def test_matrix_diag_v3_with_a_run_time_k():
+    import tensorflow as tf
+
+    def fn(d, k):
+        return tf.linalg.diag(d, k=k, num_rows=-1, num_cols=-1, padding_value=-1.0)
+    compare(fn, [rand(2, 3), K_SCALARS[0]], specs=[spec([None, None], "float32", "x0"),
+                                                   spec([], "int32", "x1")],
+            extra_inputs=[[rand(2, 3), k] for k in K_SCALARS[1:]])
