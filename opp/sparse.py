@@ -8,7 +8,8 @@ dense shape [R]. Every operand may be known only at run time; the ranks must be 
   (ScatterND). TF's validate_indices refuses repeated or unordered indices at run time; the
   converted model does not check them (repeated indices: the last value wins).
 * SparseReshape: each index made linear by the input shape's strides, then split again by
-  the new shape's (a -1 in the new shape is the input's size over the other dims).
+  the new shape's (a -1 in the new shape is the input's size over the other dims); both
+  ranks may be known only at run time.
 * SparseFillEmptyRows: the output holds each row's entries in input order, rows in order,
   and one [r, 0, ...] entry of `default_value` for each row r that has none. An entry's
   place (reverse_index_map) is where its row starts plus its rank within the row: a stable
@@ -45,10 +46,19 @@ def _product(ctx, shape: str, start: int, stop: int) -> str:
     return ctx.emit("ReduceProd", [part], keepdims=1)[0]
 
 
-def _strides(ctx, shape: str, rank: int) -> str:
-    """The row-major strides of a dense shape (int64 vector of `rank`)."""
-    parts = [_product(ctx, shape, d + 1, rank) for d in range(rank)]
-    return parts[0] if rank == 1 else ctx.emit("Concat", parts, axis=0)[0]
+def _strides(ctx, shape: str, rank) -> str:
+    """The row-major strides of a dense shape (int64 vector of `rank`, None when it is known
+    only at run time: then stride d is the product of shape[j] over the j > d of an R x R
+    mask, as ONNX has no cumulative product)."""
+    if rank is not None:
+        parts = [_product(ctx, shape, d + 1, rank) for d in range(rank)]
+        return parts[0] if rank == 1 else ctx.emit("Concat", parts, axis=0)[0]
+    from tf2ir.opp.common import Emitter
+    o = Emitter(ctx, "int64")
+    axes = o.Range(o.c(0), o.Size(shape), o.c(1))
+    after = o.Greater(o.Unsqueeze(axes, o.c([0])), o.Unsqueeze(axes, o.c([1])))   # [d, j]: j > d
+    dims = o.Where(after, o.Unsqueeze(shape, o.c([0])), o.c(1))
+    return o.ReduceProd(dims, o.c([1]), keepdims=0)
 
 
 # -- SparseToDense ----------------------------------------------------------------------
@@ -86,16 +96,25 @@ sparse_reshape = (
     .input("new_shape", ("int64",)).output("output_indices").output("output_shape"))
 
 
+def _length(node, index: int):
+    """Input `index`'s length (a vector's), or None when known only at run time."""
+    shape = node.inputs[index].desc.shape
+    if shape is not None and len(shape) != 1:
+        raise ConversionError(f"input {index} must be a vector, not of rank {len(shape)}")
+    return None if shape is None else shape[0]
+
+
 @sparse_reshape.infer
 def _infer_sparse_reshape(node):
     count = node.inputs[0].desc.shape[0] if node.inputs[0].desc.shape else None
-    rank = _rank(node, 2)
+    _length(node, 1)
+    rank = _length(node, 2)
     return [TensorDesc("int64", (count, rank)), TensorDesc("int64", (rank,))]
 
 
 @sparse_reshape.lower
 def _lower_sparse_reshape(ctx, node):
-    rank_in, rank_out = _rank(node, 1), _rank(node, 2)
+    rank_in, rank_out = _length(node, 1), _length(node, 2)
     old, new = ctx.input(1), ctx.input(2)
     size = ctx.emit("ReduceProd", [old], keepdims=1)[0]
     # -1 → size / product of the others (the product of all, with -1 counted as 1, negated)

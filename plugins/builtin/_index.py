@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'e2168069ea29ad0ffccf8a1e9e07070379aa1cdf'
+FINGERPRINT = '5d805b611ec82d5d360d7dd0a555d1f813a5329c'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -32,7 +32,7 @@ SOURCES = {
     'opp/pool.py': 7338, 'opp/quantize.py': 8403, 'opp/ragged.py': 17343, 'opp/random.py': 16813,
     'opp/reduce.py': 15731, 'opp/rnn.py': 6167, 'opp/segment.py': 16711, 'opp/select.py': 3592,
     'opp/sequences.py': 6203, 'opp/setops.py': 19957, 'opp/slicing.py': 18357,
-    'opp/sparse.py': 13229, 'opp/special.py': 18581, 'opp/spectral.py': 16152,
+    'opp/sparse.py': 14163, 'opp/special.py': 18581, 'opp/spectral.py': 16152,
     'opp/strings.py': 16216, 'opp/suppression.py': 6791,
 }
 

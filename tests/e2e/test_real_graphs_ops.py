@@ -177,3 +177,24 @@ def test_matrix_diag_v3_with_a_run_time_k():
     compare(fn, [rand(2, 3), K_SCALARS[0]], specs=[spec([None, None], "float32", "x0"),
                                                    spec([], "int32", "x1")],
             extra_inputs=[[rand(2, 3), k] for k in K_SCALARS[1:]])
+
+
+# -- SparseReshape of unknown rank -------------------------------------------------------------
+def test_sparse_reshape_of_unknown_rank():
+    """The SparseTensor's parts and the new shape are inputs of unknown lengths: one model
+    reshapes rank 2 to 2 (with -1), 3 to 1, 1 to 3 and 2 to 4."""
+    import tensorflow as tf
+
+    def fn(indices, values, shape, new_shape):
+        out = tf.sparse.reshape(tf.sparse.SparseTensor(indices, values, shape), new_shape)
+        return out.indices, out.values, out.dense_shape
+    i64 = lambda *v: np.array(v, np.int64)
+    cases = [[i64([0, 1], [1, 2]), rand(2), i64(2, 3), i64(3, -1)],
+             [i64([0, 1, 2], [1, 0, 3], [1, 2, 0]), rand(3), i64(2, 3, 4), i64(-1)],
+             [i64([1], [5]), rand(2), i64(6), i64(1, 2, 3)],
+             [i64([0, 0], [2, 5]), rand(2), i64(3, 6), i64(3, 1, 2, -1)]]
+    graph = compare(fn, cases[0], specs=[spec([None, None], "int64", "x0"),
+                                         spec([None], "float32", "x1"),
+                                         spec([None], "int64", "x2"), spec([None], "int64", "x3")],
+                    extra_inputs=cases[1:])
+    assert "SparseReshape" in _ir_op_types(graph)
