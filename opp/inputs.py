@@ -4,7 +4,9 @@ value when it is not fed.
 ONNX expresses such an optional input as a graph input with an initializer of the same name
 (IR version 4 and later): the lowering does that when the default is a constant. A default
 computed from other values has no ONNX form, so the node is computed from its default and the
-conversion says in a warning that the model has no input for it."""
+conversion says in a warning that the model has no input for it. A user who feeds it names it
+with --inputs: the converter then makes it a required graph input (parser/convert.py), and
+this op is not used."""
 
 from __future__ import annotations
 

@@ -97,8 +97,8 @@ class Converter:
         op = node.op_type
         if (node.name, 0) in self.values:
             return    # a function argument: a graph input already
-        if op == "Placeholder":
-            self._placeholder(node)
+        if op == "Placeholder" or (op == "PlaceholderWithDefault" and node.name in self.input_shapes):
+            self._placeholder(node)    # a default named by --inputs: a required input instead
         elif op == "Const":
             value = node.attr("value")
             self.values[(node.name, 0)] = self.graph.add_const(value, node.name)

@@ -184,9 +184,10 @@ class Pipeline:
     # -- checks ----------------------------------------------------------------------------
     def _check_input_names(self, tf_graph: TfGraph) -> None:
         for name in self.options.input_shapes:
-            if name not in tf_graph or tf_graph[name].op_type != "Placeholder":
+            if name not in tf_graph or tf_graph[name].op_type not in ("Placeholder",
+                                                                     "PlaceholderWithDefault"):
                 raise ConversionError(f"--inputs names '{name}', which is not a Placeholder "
-                                      "of the graph", model=tf_graph.model,
+                                      "or PlaceholderWithDefault of the graph", model=tf_graph.model,
                                       exit_code=ExitStatus.USAGE)
 
 

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '5d805b611ec82d5d360d7dd0a555d1f813a5329c'
+FINGERPRINT = 'fb1d198d752edc8009cdddd052e0158306ac8692'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -26,7 +26,7 @@ SOURCES = {
     'opp/concat.py': 7937, 'opp/control.py': 9990, 'opp/conv.py': 21570, 'opp/creation.py': 6130,
     'opp/densesets.py': 5892, 'opp/detection.py': 16081, 'opp/fallback.py': 1840,
     'opp/fingerprint.py': 4663, 'opp/fusion.py': 6043, 'opp/image.py': 12521,
-    'opp/imageops.py': 10771, 'opp/indexing.py': 13990, 'opp/inputs.py': 1847,
+    'opp/imageops.py': 10771, 'opp/indexing.py': 13990, 'opp/inputs.py': 1988,
     'opp/linalg.py': 20478, 'opp/lists.py': 17071, 'opp/logical.py': 787, 'opp/lookup.py': 6533,
     'opp/math.py': 9871, 'opp/matrix.py': 14774, 'opp/nn.py': 5135, 'opp/norm.py': 7510,
     'opp/pool.py': 7338, 'opp/quantize.py': 8403, 'opp/ragged.py': 17343, 'opp/random.py': 16813,

@@ -198,3 +198,64 @@ def test_sparse_reshape_of_unknown_rank():
                                          spec([None], "int64", "x2"), spec([None], "int64", "x3")],
                     extra_inputs=cases[1:])
     assert "SparseReshape" in _ir_op_types(graph)
+
+
+# -- PlaceholderWithDefault with a computed default --------------------------------------------
+def _scaled(x):
+    """`rate` defaults to a value computed from x (its mean, per row); a TF user may feed it."""
+    import tensorflow as tf
+    rate = tf.raw_ops.PlaceholderWithDefault(input=tf.reduce_mean(x, axis=1), shape=[None],
+                                             name="rate")
+    return x * tf.expand_dims(rate, 1)
+
+
+def _tf_run(pb, feeds):
+    """The frozen graph run by TensorFlow with `feeds` ({tensor name: array}), as a TF1 user
+    feeds a PlaceholderWithDefault."""
+    import tensorflow as tf
+    graph_def = tf.compat.v1.GraphDef()
+    with open(pb, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    with tf.Graph().as_default() as graph:
+        tf.import_graph_def(graph_def, name="")
+        out = [op for op in graph.get_operations() if op.type == "Identity"][-1].outputs[0]
+        with tf.compat.v1.Session(graph=graph) as session:
+            return session.run(out, feeds)
+
+
+def test_placeholder_with_a_computed_default_not_fed_is_computed():
+    """Without --inputs naming it, the default is computed and the model has no input for it
+    (ONNX's optional input, an initializer, holds only a constant)."""
+    import onnxruntime as ort
+    x = rand(3, 4)
+    with tempfile.TemporaryDirectory() as directory:
+        path, _, _, pb = convert_function(_scaled, [spec([None, 4])], directory)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        assert [i.name for i in session.get_inputs()] == ["x0"]
+        got = session.run(None, {"x0": x})[0]
+        np.testing.assert_allclose(got, _tf_run(pb, {"x0:0": x}), rtol=1e-6)
+
+
+def test_placeholder_with_a_computed_default_named_by_inputs_is_a_fed_input():
+    """--inputs rate:? makes the PlaceholderWithDefault a required model input: the fed value
+    is used, as TF uses a fed value, and the default's computation is gone."""
+    import onnx
+    import onnxruntime as ort
+    x, rate = rand(3, 4), rand(3)
+    with tempfile.TemporaryDirectory() as directory:
+        path, _, _, pb = convert_function(_scaled, [spec([None, 4])], directory,
+                                          input_shapes={"rate": (None,)})
+        model = onnx.load(path)
+        assert sorted(i.name for i in model.graph.input) == ["rate", "x0"]
+        assert "rate" not in {t.name for t in model.graph.initializer}      # required, not optional
+        assert "ReduceMean" not in {n.op_type for n in model.graph.node}
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = session.run(None, {"x0": x, "rate": rate})[0]
+        np.testing.assert_allclose(got, _tf_run(pb, {"x0:0": x, "rate:0": rate}), rtol=1e-6)
+
+
+def test_inputs_naming_another_op_is_refused():
+    from tf2ir.ir import ConversionError
+    with tempfile.TemporaryDirectory() as directory, pytest.raises(
+            ConversionError, match="not a Placeholder or PlaceholderWithDefault"):
+        convert_function(_scaled, [spec([None, 4])], directory, input_shapes={"Mean": (None,)})
