@@ -78,7 +78,7 @@ def _abs(o, z: Pair) -> str:
 
 
 def _log(o, z: Pair) -> Pair:
-    from tf2ir.opp.math import _atan2
+    from tf2ir.opp.angles import atan2 as _atan2
     a, b = z
     return o.Log(_abs(o, z)), _atan2(o, b, a, o.dtype)
 
@@ -86,7 +86,7 @@ def _log(o, z: Pair) -> Pair:
 def _sqrt(o, z: Pair) -> Pair:
     """The principal root: re = sqrt((|z| + a) / 2), im = sign(b) sqrt((|z| - a) / 2)
     (b = -0 counts as negative, as C's csqrt)."""
-    from tf2ir.opp.math import _signbit as signbit
+    from tf2ir.opp.angles import signbit
     a, b = z
     r, half = _abs(o, z), o.c(0.5)
     re = o.Sqrt(o.Mul(o.Add(r, a), half))

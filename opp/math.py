@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import OpSet
-from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp import complexmath
+from tf2ir.opp.angles import atan2 as _atan2, atan64
 from tf2ir.opp.common import (
     FLOAT_KERNELS, NO_BF16, Emitter, declare_binary, declare_unary, emit_via, same_as_input,
 )
@@ -94,18 +94,6 @@ def expm1_exact(o: Emitter, x: str, out=None) -> str:
     value = o.Where(o.Equal(u, o.c(np.inf)), u, value)
     return o.Where(o.Equal(u, o.c(1)), x, value, out=out)
 
-
-def atan64(o: Emitter, x: str, out=None) -> str:
-    """float64 atan: float32 Atan of t = x or 1/x (|t| <= 1), refined by two Newton steps on
-    sin(y) - t cos(y) = 0, whose error squares each step (1e-7 -> 1e-14 -> exact)."""
-    big = o.Greater(o.Abs(x), o.c(1))
-    t = o.Where(big, o.Reciprocal(x), x)
-    y = o.Cast(o.Atan(o.Cast(t, to=ONNX_DTYPES["float32"])), to=ONNX_DTYPES["float64"])
-    for _ in range(2):
-        sin, cos = o.Sin(y), o.Cos(y)
-        step = o.Div(o.Sub(sin, o.Mul(t, cos)), o.Add(cos, o.Mul(t, sin)))
-        y = o.Sub(y, step)
-    return o.Where(big, o.Sub(o.Mul(o.Sign(x), o.c(PI / 2)), y), y, out=out)
 
 
 def _large_log(o: Emitter, a: str) -> str:
@@ -215,22 +203,6 @@ declare_unary(OPS, "IsFinite", "x is neither NaN nor infinite",
 
 
 # -- atan2 ---------------------------------------------------------------------------------
-def _signbit(o: Emitter, v: str) -> str:
-    """v is negative, -0 or -inf (1 / -0 is -inf)."""
-    return o.Or(o.Less(v, o.c(0)), o.Less(o.Reciprocal(v), o.c(0)))
-
-
-def _atan2(o, y, x, dtype):
-    """atan(y / x) moved by +-pi where x is negative (or -0), with C's atan2 cases for zeros
-    (signed) and two infinities; TF's Atan2 takes y first."""
-    atan = o.Atan if dtype == "float32" else (lambda v: atan64(o, v))
-    both_inf = o.And(o.IsInf(y), o.IsInf(x))
-    ratio = o.Where(both_inf, o.Mul(o.Sign(y), o.Sign(x)), o.Div(y, x))
-    zero_y = o.And(o.Equal(y, o.c(0)), o.Not(o.IsNaN(x)))
-    base = o.Where(zero_y, y, atan(ratio))
-    half_turn = o.Where(_signbit(o, y), o.c(-PI), o.c(PI))
-    return o.Where(_signbit(o, x), o.Add(base, half_turn), base, out=o.out)
-
 
 declare_binary(OPS, "Atan2", "the angle of (x2, x1): TF's atan2(y=x1, x=x2)", _atan2, ("float32", "float64"),
                FLOAT_TYPES, fold=np.arctan2)

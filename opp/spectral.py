@@ -346,7 +346,7 @@ def _lower_complex_abs(ctx, node):
 
 @_part_op("Angle", "the argument, atan2(imag, real)").lower
 def _lower_angle(ctx, node):
-    from tf2ir.opp.math import _atan2
+    from tf2ir.opp.angles import atan2 as _atan2
     real = REAL_OF[node.inputs[0].desc.dtype]
     o = Emitter(ctx, real, ctx.output(0))
     pair = pair_input(ctx, node, 0)
