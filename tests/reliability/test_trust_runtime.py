@@ -443,7 +443,7 @@ def slow_kernel(x):
     marker = os.environ.get("SLOW_MARKER")
     if marker and not os.path.exists(marker):
         open(marker, "w").close()
-    time.sleep(0.02)
+    time.sleep(0.05)
     return x + 1
 
 
@@ -490,13 +490,21 @@ def test_sigterm_while_kernels_run_is_one_line_and_143(tmp_path):
              "--plugin-dir", str(plugins), "-o", str(folder / "out.npz")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         runs.append((process, folder, delay))
-    for process, folder, delay in runs:
-        deadline = time.monotonic() + 120
-        while not (folder / "started").exists() and process.poll() is None:
-            assert time.monotonic() < deadline, "the kernel never started"
-            time.sleep(0.002)
-        time.sleep(delay)
-        process.send_signal(signal.SIGTERM)
+    started, signalled = {}, set()   # each run: SIGTERM `delay` s after its first kernel
+    deadline = time.monotonic() + 120
+    while len(signalled) < len(runs):
+        assert time.monotonic() < deadline, "a kernel never started"
+        for i, (process, folder, delay) in enumerate(runs):
+            now = time.monotonic()
+            if i not in started and (folder / "started").exists():
+                started[i] = now
+            if i in signalled or i not in started or now < started[i] + delay:
+                assert i in started or process.poll() is None, process.communicate()
+                continue
+            assert process.poll() is None, (delay, "the run ended before its signal")
+            process.send_signal(signal.SIGTERM)
+            signalled.add(i)
+        time.sleep(0.002)
     for process, folder, delay in runs:
         _, stderr = process.communicate(timeout=60)
         lines = stderr.strip().splitlines()
