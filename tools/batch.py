@@ -474,8 +474,8 @@ def run(args) -> int:
                 whose = "the batch index" if page == INDEX_PAGE else f"the page of {shown(other)}"
                 raise ConversionError(f"{job.label}: its report page {shown(page)} would "
                                       f"overwrite {whose}", model=manifest, exit_code=EXIT_USAGE)
+    _refuse_outputs(jobs, args)       # an output that is an input: the more precise error first
     refuse_escapes(jobs, args.out_dir, args.report_html, manifest)
-    _refuse_outputs(jobs, args)
     for job in jobs:
         job.max_tensor_bytes = args.max_tensor_bytes
     if args.report_html:
