@@ -3,7 +3,9 @@
 Every command builds a `Pipeline` (convert, check, batch, verify, bench) and the parser
 uses the same object, recursively, for the bodies of library functions (If branches, While
 bodies): `convert_function` is the declared interface a function library calls back.
-`front` stops after fusion, so `tf2ir check` sees exactly the nodes `convert` maps.
+`front` stops after fusion, so `tf2ir check` sees exactly the nodes `convert` maps; with
+`walks` set (a list), every mapping walk (the model's and each function body's) is kept with
+the error it raised, which is how `check` lists every error of a dry run of `convert`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,19 @@ class Front:
     segments: List[Segment] = field(default_factory=list)   # --fallback tf: what TF runs
 
 
+@dataclass
+class Walk:
+    """One mapping walk as `Pipeline.walks` keeps it: the converter (its report, unsupported op
+    types and failures, one example node each), whether it walked a function body, the walk
+    that was running when it began (the body's caller), and the error it raised, if any."""
+
+    converter: Converter
+    body: bool
+    parent: Optional["Walk"] = None
+    error: Optional[ConversionError] = None
+    done: bool = False
+
+
 class Pipeline:
     """One conversion setup: the plugins of a manager and the user's options."""
 
@@ -69,6 +84,9 @@ class Pipeline:
         # tools/report.py sets a dict here to receive what the stages saw (the front, the
         # converter, each function body's TF graph with its IR graph); None: nothing kept
         self.trace: Optional[Dict[str, Any]] = None
+        # tools/check.py sets a list here to receive every mapping walk (function bodies'
+        # too, shared with the bodies' pipelines); None: nothing kept
+        self.walks: Optional[List[Walk]] = None
         # Bad --fusion or --passes words fail here, before any work.
         fusion_manager(self.manager, self.options.fusion)
         if self.options.passes is not None:
@@ -118,8 +136,21 @@ class Pipeline:
         converter.report.phases["fusion"] = front.fusion_time
         if self.trace is not None:   # kept even when the walk finds unsupported ops
             self.trace.update(front=front, converter=converter)
-        with tensor_limit(self.options.max_tensor_bytes):
-            graph = converter.run(front.outputs, front.kept)
+        walk = None
+        if self.walks is not None:
+            running = [w for w in self.walks if not w.done]
+            walk = Walk(converter, arguments is not None, running[-1] if running else None)
+            self.walks.append(walk)
+        try:
+            with tensor_limit(self.options.max_tensor_bytes):
+                graph = converter.run(front.outputs, front.kept)
+        except ConversionError as exc:
+            if walk is not None:
+                walk.error = exc
+            raise
+        finally:
+            if walk is not None:
+                walk.done = True
         graph.provenance.update(converter.report.node_plugins)   # errors after mapping name them
         return graph, converter.report
 
@@ -156,6 +187,7 @@ class Pipeline:
         body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
                                               max_tensor_bytes=self.options.max_tensor_bytes,
                                               fallback=self.options.fallback))
+        body.walks = self.walks
         graph, _ = body.map(front, arguments)
         if self.trace is not None:
             self.trace.setdefault("bodies", []).append((graph, tf_graph))
