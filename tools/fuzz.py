@@ -1730,6 +1730,12 @@ def _worker_main(conn, slot, config: Config, corpus, execute, make, workdir) -> 
     logging.disable(logging.CRITICAL)
     import warnings
     warnings.simplefilter("ignore")
+    if config.saved_model_reader == "auto":   # TensorFlow's import is not a case's time or memory
+        try:
+            from tf2ir.parser.frozen import import_tensorflow
+            import_tensorflow()
+        except Exception:
+            pass
     apply_limits(config.memory_mb, config.file_mb)
     ctx = Context(workdir, slot=slot)
     ctx.corpus, ctx.saved_model_reader = corpus, config.saved_model_reader
@@ -2262,7 +2268,7 @@ Exit status: 0 no defect, 1 defects found (any outcome but ok and error), 2 usag
     parser.add_argument("--saved-model-reader", choices=("native", "auto"), default="native",
                         help="savedmodel cases: the native reader only (default), or auto: "
                              "TensorFlow freezes what it refuses, as `tf2ir convert` does "
-                             "(imports TensorFlow in each worker; give --memory-mb 8192)")
+                             "(TensorFlow is imported in each worker before its first case)")
     parser.add_argument("--errors", type=int, default=0, metavar="N",
                         help="also list the N most common clean errors per kind")
     parser.add_argument("--replay", nargs="+", metavar="FILE",
