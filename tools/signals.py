@@ -16,7 +16,7 @@ exits.
 
 One place must not raise at all: onnxruntime calling a plugin's Python kernel, where an
 exception crossing its C++ frames aborts the process (exit 134). The runtime session holds
-the handlers there (ir/onnx/runtime.py `held_signals`): it calls `_raise.on_held` (`_note`:
+the handlers there (ir/onnx/guard.py `held_signals`): it calls `_raise.on_held` (`_note`:
 the signal is recorded and the watchdog started at once, so a kernel that never returns
 still ends the run) and calls `_raise` itself when onnxruntime has returned. This module imports only the standard library, so that the command line installs
 its handlers before any heavy import.

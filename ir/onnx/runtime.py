@@ -30,16 +30,14 @@ What a model may make this session run (README: "Running models you did not make
   model declares (value_info, static dims), and records a failure, which `run` raises as a
   KernelError naming the node, its op and plugin.
 - While onnxruntime runs Python bodies, SIGINT/SIGTERM/SIGHUP handlers are held
-  (`held_signals`): a signal is recorded, the bodies still to come are skipped, and the
+  (`held_signals`, ir/onnx/guard.py): a signal is recorded, the bodies still to come are skipped, and the
   handler runs when onnxruntime has returned, where what it raises unwinds as Python.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import signal
 import threading
 import weakref
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -49,6 +47,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.onnx.guard import SIGNALLED, Mismatch, checked, first_line, held_signals, stand_ins
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft",
                     "ai.onnx.contrib")
@@ -65,10 +64,6 @@ POOL_TYPES = ("dt_float", "dt_double", "dt_float16", "dt_int32", "dt_int64", "dt
               "dt_uint8", "dt_int8")
 _FAILURES: List[str] = []               # what the kernels of the current run raised
 _FAILURES_LOCK = threading.Lock()
-_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
-                 if hasattr(signal, name))
-_SIGNALLED: List[int] = []              # signals held during the current run
-_HOLDING = [False]                      # the main thread is inside `held_signals`
 
 
 class KernelError(ConversionError):
@@ -96,42 +91,6 @@ def registry_kernel(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
         return None
     prototype = get_prototype(node.op_type)
     return None if prototype.kernel_fn is None else (prototype.kernel_fn, prototype.plugin)
-
-
-@contextlib.contextmanager
-def held_signals(active: bool = True):
-    """Hold SIGINT, SIGTERM and SIGHUP while onnxruntime may call Python bodies: a Python
-    handler would raise inside them, through onnxruntime's C++ frames (an abort). A signal
-    is recorded (the bodies still to come are skipped), the handler's `on_held(signum)` is
-    called at once if it has one (tools/signals.py starts its watchdog), and the handler
-    itself runs when the block ends. Only the main thread runs handlers; only handlers that
-    are Python functions are held (SIG_DFL ends the process as it always does)."""
-    if not active or _HOLDING[0] or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: Dict[int, Callable] = {}
-
-    def hold(signum, frame):
-        _SIGNALLED.append(signum)
-        on_held = getattr(previous.get(signum), "on_held", None)
-        if on_held is not None:
-            on_held(signum)
-    _HOLDING[0] = True
-    try:
-        for signum in _SIGNALS:
-            handler = signal.getsignal(signum)
-            if callable(handler):
-                previous[signum] = handler
-                signal.signal(signum, hold)
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        _HOLDING[0] = False
-        held = _SIGNALLED[0] if _SIGNALLED else None
-        del _SIGNALLED[:]
-        if held is not None and held in previous:
-            previous[held](held, None)   # raises here, outside onnxruntime
 
 
 class InferenceSession:
@@ -346,53 +305,14 @@ def _register(signature: Signature) -> None:
             body = _BODIES.get(kernel)
             if body is not None:
                 return body(*arrays)
-            if not _SIGNALLED:
+            if not SIGNALLED:
                 _fail(f"no Python kernel is bound to key {kernel!r} in this process")
         except BaseException as exc:   # a body never raises; this is the last guard
-            _fail(f"tf2ir's kernel dispatch failed: {type(exc).__name__}: {_first(exc)}")
-        return _stand_ins(out_dtypes)
+            _fail(f"tf2ir's kernel dispatch failed: {type(exc).__name__}: {first_line(exc)}")
+        return stand_ins(out_dtypes)
     onnx_op(op_type=name, inputs=list(signature[0]), outputs=list(signature[1]),
             attrs={"kernel": PyCustomOpDef.dt_string})(dispatch)
     _DISPATCH[signature] = name
-
-
-class _Mismatch(Exception):
-    """What a body was given or returned disagrees with what the model declares."""
-
-
-def _stand_ins(dtypes: Sequence[np.dtype]):
-    """Empty outputs that stand in for the results of a kernel that failed or was skipped."""
-    cast = tuple(np.zeros((0,), t) for t in dtypes)
-    return cast if len(cast) > 1 else cast[0]
-
-
-def _first(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
-
-
-def _dims(shape: Sequence[Optional[int]]) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def _checked(array, dtype: np.dtype, declared, what: str, cast: bool = True) -> np.ndarray:
-    """`array` (as `dtype` if `cast`), if its kind and shape agree with the declared ones."""
-    if array is None:
-        raise _Mismatch(f"{what} is None")
-    value = np.asarray(array)
-    if dtype == object:
-        agrees = value.dtype.kind in "OUS"
-    else:
-        agrees = value.dtype.kind not in "OUSVMm" and (
-            np.can_cast(value.dtype, dtype, "same_kind")
-            or value.dtype.kind in "iu" and dtype.kind in "iu")
-    if not agrees:
-        raise _Mismatch(f"{what} is {value.dtype}, which the model declares "
-                        f"{'string' if dtype == object else dtype}")
-    if declared is not None and (len(declared) != value.ndim or any(
-            d is not None and d != s for s, d in zip(value.shape, declared))):
-        raise _Mismatch(f"{what} has shape {_dims(value.shape)}, which the model declares "
-                        f"{_dims(declared)}")
-    return value.astype(dtype, copy=False) if cast else array
 
 
 def _bind(node: onnx.NodeProto, kernel, declared: Dict[str, Declared], key: str) -> str:
@@ -411,26 +331,26 @@ def _bind(node: onnx.NodeProto, kernel, declared: Dict[str, Declared], key: str)
     def body(*arrays):
         """The kernel's result; never an exception, which would abort onnxruntime: a failure
         is recorded for `run` to raise, and empty outputs stand in for the results."""
-        if _SIGNALLED:   # a signal is held: the run ends when onnxruntime returns
-            return _stand_ins(out_dtypes)
+        if SIGNALLED:   # a signal is held: the run ends when onnxruntime returns
+            return stand_ins(out_dtypes)
         try:
             if len(arrays) != len(ins):
-                raise _Mismatch(f"was given {len(arrays)} inputs for the node's {len(ins)}")
-            args = [_checked(a, np.dtype(t), shape, f"input {i} '{n}'", cast=False)
+                raise Mismatch(f"was given {len(arrays)} inputs for the node's {len(ins)}")
+            args = [checked(a, np.dtype(t), shape, f"input {i} '{n}'", cast=False)
                     for i, (a, (n, (_, t), shape)) in enumerate(zip(arrays, ins))]
             result = kernel(*args, **attrs)
             results = result if isinstance(result, tuple) else (result,)
             if len(results) != len(outs):
-                raise _Mismatch(f"returned {len(results)} arrays for {len(outs)} outputs")
-            cast = tuple(_checked(r, np.dtype(t), shape, f"output {i} '{n}'")
+                raise Mismatch(f"returned {len(results)} arrays for {len(outs)} outputs")
+            cast = tuple(checked(r, np.dtype(t), shape, f"output {i} '{n}'")
                          for i, (r, (n, (_, t), shape)) in enumerate(zip(results, outs)))
-        except _Mismatch as exc:
+        except Mismatch as exc:
             _fail(f"the Python kernel of {where}: {exc}")
-            return _stand_ins(out_dtypes)
+            return stand_ins(out_dtypes)
         except BaseException as exc:
             _fail(f"the Python kernel of {where} failed: "
-                  f"{type(exc).__name__}: {_first(exc)}".rstrip(": "))
-            return _stand_ins(out_dtypes)
+                  f"{type(exc).__name__}: {first_line(exc)}".rstrip(": "))
+            return stand_ins(out_dtypes)
         return cast if len(cast) > 1 else cast[0]
 
     op_type = _dispatch_op([t for _, (t, _), _ in ins], [t for _, (t, _), _ in outs], node)

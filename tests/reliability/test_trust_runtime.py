@@ -419,6 +419,35 @@ def test_a_dispatch_key_with_no_body_is_a_kernel_error_not_an_abort():
     assert "KernelError: no Python kernel is bound to key" in done.stdout
 
 
+def test_a_string_result_holding_other_objects_is_a_kernel_error_not_an_abort():
+    """Found beside finding 12: a string output holding an int or None passed the old check
+    (an object array) and aborted in onnxruntime-extensions' conversion (pybind11
+    cast_error, terminate). In a child process: before the fix it aborted."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from onnx import TensorProto
+        from tests.reliability.test_trust_runtime import _custom_model
+        from tf2ir.ir.onnx import runtime
+        model = _custom_model()
+        for info in list(model.graph.input) + list(model.graph.output):
+            info.type.tensor_type.elem_type = TensorProto.STRING
+        for value in ([1, 2], ["a", None]):
+            session = runtime.InferenceSession(
+                model, kernel_for=lambda n: lambda x: np.array(value, dtype=object))
+            try:
+                session.run(None, {"x0": np.array(["a", "b"], dtype=object)})
+            except runtime.KernelError as exc:
+                print("KernelError:", exc)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "KernelError: the Python kernel of ai.tf2ir.test:Op node 'op0': output 0 'y0' is "
+        f"object holding {kind}, which the model declares string" for kind in ("int", "NoneType")]
+
+
 # -- finding 7: a signal while a kernel runs -------------------------------------------------
 
 SLOW_PLUGIN = '''
