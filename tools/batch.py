@@ -37,8 +37,9 @@ absolute paths and symlinks that lead out are refused, as are an output's or sid
 symlink out of -o), checked before anything is written (exit 2, one line naming the
 entry). Model paths may point anywhere the user running batch can read (relative to the
 manifest, or absolute), as on a command line; they are only read, and only regular files.
-A manifest is at most 16 MiB, its fields are type-checked (strings, lists of strings, no
-NUL), and YAML aliases (*name, <<: *name) are refused, so a small file cannot expand.
+A manifest is at most 16 MiB (YAML: 2 MiB), its fields are type-checked (strings, lists of
+strings, no NUL), and YAML aliases (*name, <<: *name) and nesting over 32 levels are refused,
+so a small file cannot expand.
 
 A model whose output exists is skipped when its sidecar OUT.onnx.tf2ir.json records the same
 input bytes (sha256), options and tf2ir version; --force converts it anyway.

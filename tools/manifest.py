@@ -5,9 +5,12 @@ path string or a mapping with the keys of `FIELDS`. `read_manifest` returns one 
 `Entry` per model or raises a one-line usage error (exit 2) naming the manifest, the entry
 (#N, 1-based, and its path) and the field:
 
-- the file is read up to `MAX_MANIFEST_BYTES` (a bigger one is refused, not read);
-- YAML aliases (`*name`, and so `<<: *name` merges) are refused before anything is
-  built, so nested aliases ("billion laughs") cannot blow up; JSON has none;
+- the file is read up to `MAX_MANIFEST_BYTES` (a bigger one is refused, not read), a
+  YAML one is at most `MAX_YAML_BYTES` (PyYAML takes ~4 s and ~70 MB per MiB);
+- YAML aliases (`*name`, and so `<<: *name` merges) and nesting deeper than `MAX_DEPTH`
+  are refused while the events are read, before anything is built, so nested aliases
+  ("billion laughs") cannot blow up and deep nesting cannot overflow the C stack of
+  LibYAML's composer; JSON has no aliases and its parser bounds its own recursion;
 - every field has its type checked (a string, a list of strings, no NUL character);
 - no value from the manifest is ever printed whole: `shown` cuts it to `SHOWN_CHARS`.
 
@@ -25,8 +28,10 @@ from typing import Any, List, Optional
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
-MAX_MANIFEST_BYTES = 16 << 20      # a manifest of ~100,000 models fits
+MAX_MANIFEST_BYTES = 16 << 20      # a JSON manifest of ~100,000 models fits
+MAX_YAML_BYTES = 2 << 20           # PyYAML builds ~70 bytes of objects per byte, ~8 s per 2 MiB
 SHOWN_CHARS = 80                   # at most this much of a manifest value in a message
+MAX_DEPTH = 32                     # YAML nesting (a manifest needs 4: {models: [{inputs: [...]}]})
 FIELDS = ("path", "inputs", "outputs", "fusion", "output")
 LIST_FIELDS = ("inputs", "outputs", "fusion")
 
@@ -87,6 +92,9 @@ def parse(path: str, text: str) -> Any:
     """The manifest's data (JSON, or YAML for .yaml/.yml) or a one-line usage error."""
     try:
         if path.endswith((".yaml", ".yml")):
+            if len(text) > MAX_YAML_BYTES:
+                raise _usage(f"a YAML manifest is at most {MAX_YAML_BYTES >> 20} MiB (reading "
+                             "YAML is slow and large); write a bigger list as JSON", path)
             return _parse_yaml(path, text)
         try:
             return json.loads(text)
@@ -104,12 +112,18 @@ def _parse_yaml(path: str, text: str) -> Any:
                      "manifest as JSON", path) from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
+        depth = 0
         for event in yaml.parse(text, Loader=loader):   # events only: nothing is built yet
-            if isinstance(event, yaml.AliasEvent):
-                mark = event.start_mark
-                where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:   # building deeper nodes recurses (in C: a crash)
+                    raise _usage(f"the manifest is nested too deeply (over {MAX_DEPTH} levels"
+                                 f"{_line(event)})", path)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
                 raise _usage(f"YAML aliases (*{_cut(str(event.anchor), 40)}) are not allowed in "
-                             f"a manifest{where}; write the values out", path)
+                             f"a manifest{_line(event)}; write the values out", path)
         return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -117,6 +131,11 @@ def _parse_yaml(path: str, text: str) -> Any:
     except (ValueError, TypeError, OverflowError) as exc:   # a constructor: bad date, huge int
         raise _usage(f"not a valid YAML manifest: {type(exc).__name__}: {_cut(str(exc))}",
                      path) from None
+
+
+def _line(event) -> str:
+    mark = event.start_mark
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
 
 
 def _cut(text: str, limit: int = 160) -> str:

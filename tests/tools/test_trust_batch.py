@@ -143,6 +143,18 @@ def test_a_yaml_alias_bomb_is_refused_at_once(workspace):
     assert len(line) < 300 and not (workspace / "out").exists()
 
 
+@pytest.mark.parametrize("text", ["- " * 100_000 + "x\n", "[" * 1_000_000 + "]" * 1_000_000],
+                         ids=["block", "flow"])   # (a long id would go to the child's environment)
+def test_deep_yaml_is_refused_without_crashing(workspace, text):
+    """LibYAML's composer recurses per level (100,000 block levels overflowed the C stack:
+    SIGSEGV) and its scanner is slow on deep flow nesting: both stop at 32 levels."""
+    pytest.importorskip("yaml")
+    manifest = workspace / "deep.yaml"
+    manifest.write_text(text)
+    result = cli("batch", str(manifest), "-o", str(workspace / "out"), "-q", timeout=60)
+    assert result.returncode == 2 and "nested too deeply" in one_error_line(result.stderr)
+
+
 def test_yaml_without_aliases_still_reads(workspace, capsys):
     pytest.importorskip("yaml")
     status, err = run_manifest(workspace, capsys, "- path: models/tiny.pbtxt\n  output: 5\n",
@@ -158,11 +170,14 @@ def test_a_manifest_value_is_never_shown_whole(workspace, capsys):
 
 
 def test_a_manifest_over_the_size_limit_is_not_read(workspace, capsys):
-    from tf2ir.tools.manifest import MAX_MANIFEST_BYTES
+    from tf2ir.tools.manifest import MAX_MANIFEST_BYTES, MAX_YAML_BYTES
     with open(workspace / "big.json", "wb") as f:
         f.truncate(MAX_MANIFEST_BYTES + 1)
     status = main(["batch", str(workspace / "big.json"), "-o", str(workspace / "out"), "-q"])
     assert status == 2 and "over 16 MiB" in one_error_line(capsys.readouterr().err)
+    (workspace / "big.yaml").write_text("- a.pb\n" * (MAX_YAML_BYTES // 7 + 1))
+    status = main(["batch", str(workspace / "big.yaml"), "-o", str(workspace / "out"), "-q"])
+    assert status == 2 and "at most 2 MiB" in one_error_line(capsys.readouterr().err)
 
 
 # -- finding 10 (the manifest half): a field of the wrong type -----------------------------------
