@@ -91,6 +91,8 @@ class SupportReport:
     # every error it meets, the last stage run, and the op types of the function bodies mapped
     exit_status: int = ExitStatus.OK
     convert_error: str = ""
+    error_node: str = ""             # the node and op type convert's error line names
+    error_op_type: str = ""
     errors: List[Problem] = field(default_factory=list)
     stage: str = ""
     function_op_types: List[OpTypeSupport] = field(default_factory=list)
@@ -231,7 +233,7 @@ def _front_failed(pipeline, graph_def, model: str, exc: ConversionError) -> Supp
             row.status = "unsupported"
         rows.append(row)
     report = SupportReport(model, len(tf_graph.nodes), False, rows, [], {})
-    report.exit_status, report.convert_error, report.stage = exc.exit_code, str(exc), "front"
+    _failed(report, exc, "front")
     report.errors = [_problem(exc, "front")]
     return report
 
@@ -294,6 +296,7 @@ def _compile(pipeline, graph, model: str, report: SupportReport) -> None:
 
 def _failed(report: SupportReport, exc: ConversionError, stage: str) -> None:
     report.exit_status, report.convert_error, report.stage = exc.exit_code, str(exc), stage
+    report.error_node, report.error_op_type = exc.node or "", exc.op_type or ""
     report.supported = False
 
 
