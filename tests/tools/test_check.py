@@ -126,3 +126,27 @@ def test_pruned_assert_is_listed_apart_and_does_not_fail(freeze, tmp_path):
     report = json.loads(result.stdout)
     assert [row["op_type"] for row in report["unsupported"]] == ["Dawsn"]
     assert [row["op_type"] for row in report["pruned_unsupported"]] == ["Assert"]
+
+
+def test_the_dry_run_leaves_nothing_behind(tmp_path):
+    """check compiles and checks the model as convert does, in a temporary directory that it
+    removes: nothing is left there or beside the model."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    beside = sorted(os.listdir(os.path.dirname(SAMPLE_CNN)))
+    result = run_cli("check", SAMPLE_CNN, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["exit_status"] == 0 and report["stage"] == "checker"
+    assert report["errors"] == [] and report["convert_error"] == ""
+    assert list(scratch.iterdir()) == []
+    assert sorted(os.listdir(os.path.dirname(SAMPLE_CNN))) == beside
+
+
+def test_passes_options_reach_the_dry_run(tmp_path):
+    """check takes convert's --passes and --check-passes: a bad word is a usage error (2)."""
+    result = run_cli("check", SAMPLE_CNN, "--passes", "sideways:cse")
+    assert result.returncode == 2 and "bad --passes value" in result.stderr
+    result = run_cli("check", SAMPLE_CNN, "--passes", "off:all", "--check-passes", "--json")
+    assert result.returncode == 0, result.stderr
