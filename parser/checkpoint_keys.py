@@ -87,7 +87,8 @@ class _Scope:
         node = self.nodes.get(name)
         if node is None or depth > 64:
             return ("other",)
-        port = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
+        last = parts[-1]
+        port = int(last) if len(parts) > 1 and last.isascii() and last.isdigit() else 0
         data = [r for r in node.input if not r.startswith("^")]
         if node.op == "Identity" and data:
             return self.resolve(data[0], depth + 1)

@@ -29,10 +29,26 @@ WHILE_OPS = ("While", "StatelessWhile")
 CASE_OPS = ("Case", "StatelessCase")
 FUNCTION_OPS = CALL_OPS + IF_OPS + WHILE_OPS + CASE_OPS
 Tensor = Tuple[str, int]
+MAX_NESTING = 64   # function calls within function calls that a handle is followed through
 # TF1 control flow that passes a value on: op → the output ports that carry it.
 TF1_FLOW = {"Switch": (0, 1), "Merge": (0,), "Enter": (0,), "Exit": (0,), "NextIteration": (0,)}
 # Effects on a variable that an inference graph may carry but that no output needs.
 _IGNORED = ("VarIsInitializedOp", "DestroyResourceOp", "NoOp")
+
+
+def _is_index(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _set_type(node, attr: str, index: int, dtype: int, model: str) -> None:
+    """`node`'s list attr `attr`[index] = dtype; a list too short for the node's inputs or
+    outputs is a malformed node (a clean error, not something TensorFlow could resolve)."""
+    types = node.attr[attr].list.type
+    if not 0 <= index < len(types):
+        raise ConversionError(f"attr {attr} lists {len(types)} types, but the node's "
+                              f"{'input' if attr != 'Tout' else 'output'} {index} carries a "
+                              "variable", model=model, node=node.name, op_type=node.op)
+    types[index] = dtype
 
 
 class NeedsTensorFlow(ConversionError):
@@ -91,10 +107,16 @@ class _Body:
                 position += 1
 
     def parse(self, ref: str) -> Tuple[str, int]:
+        """(node, port) of a ref; a port that is not a plain number leaves the whole ref as a
+        name that matches no node (as parser/graph_view.py reads it: the graph view refuses it
+        where it is needed)."""
         parts = ref.split(":")
-        if self.function is None or len(parts) == 2:
-            return (parts[0], int(parts[1])) if len(parts) == 2 else (parts[0], 0)
-        return (parts[0], int(parts[2])) if len(parts) == 3 else (parts[0], 0)
+        if len(parts) == 1:
+            return ref, 0
+        port = parts[1] if self.function is None or len(parts) == 2 else parts[2]
+        if len(parts) > (2 if self.function is None else 3) or not _is_index(port):
+            return ref, 0
+        return parts[0], int(port)
 
     def ref(self, name: str, port: int, arg: str = "output") -> str:
         if self.function is None:
@@ -145,6 +167,7 @@ class ResourceFreezer:
         self.functions = {f.signature.name: f for f in graph_def.library.function}
         self.done: Dict[tuple, Tuple[str, Dict[int, Variable]]] = {}
         self.used_names: Dict[str, int] = {}
+        self.depth = 0   # functions being specialised, nested
 
     def fail(self, message: str, node=None) -> NeedsTensorFlow:
         return NeedsTensorFlow(message, model=self.model, node=getattr(node, "name", None),
@@ -206,7 +229,7 @@ class ResourceFreezer:
             if op == "Identity":
                 node.attr["T"].type = var.dtype
             else:
-                node.attr["T"].list.type[position] = var.dtype
+                _set_type(node, "T", position, var.dtype, self.model)
             yield position, var
         elif op in TF1_FLOW and (op != "Switch" or position == 0):
             node.attr["T"].type = var.dtype   # TF1 control flow carries the value now
@@ -233,9 +256,9 @@ class ResourceFreezer:
             name, outs = self.function(node.attr["f"].func.name, args, node)
             node.attr["f"].func.name = name
             for position, var in args.items():
-                node.attr["Tin"].list.type[position] = var.dtype
+                _set_type(node, "Tin", position, var.dtype, self.model)
             for index, out_var in outs.items():
-                node.attr["Tout"].list.type[index] = out_var.dtype
+                _set_type(node, "Tout", index, out_var.dtype, self.model)
                 yield index, out_var
         elif op in WHILE_OPS:
             yield from self._while(node, args)
@@ -278,9 +301,9 @@ class ResourceFreezer:
             func.name, branch_outs = self.function(func.name, args, node)
             outs.update(branch_outs)
         for index, var in args.items():
-            node.attr["Tin"].list.type[index] = var.dtype
+            _set_type(node, "Tin", index, var.dtype, self.model)
         for out, out_var in outs.items():
-            node.attr["Tout"].list.type[out] = out_var.dtype
+            _set_type(node, "Tout", out, out_var.dtype, self.model)
             yield out, out_var
 
     def _while(self, node, args: Dict[int, Variable]):
@@ -289,7 +312,7 @@ class ResourceFreezer:
         if set(outs) != set(args) or any(outs[p].key() != v.key() for p, v in args.items()):
             raise self.fail("a While loop changes a variable handle it carries", node)
         for position, var in args.items():
-            node.attr["T"].list.type[position] = var.dtype
+            _set_type(node, "T", position, var.dtype, self.model)
             shapes = node.attr["output_shapes"].list.shape if "output_shapes" in node.attr else []
             if position < len(shapes):
                 shape = shapes[position]
@@ -309,6 +332,9 @@ class ResourceFreezer:
         key = (name, tuple(sorted((i, v.key()) for i, v in args.items())))
         if key in self.done:
             return self.done[key]
+        if self.depth >= MAX_NESTING:
+            raise self.fail(f"variable handles pass through more than {MAX_NESTING} nested "
+                            "function calls", call)
         if any(k[0] == name for k in self.done):   # called with other handles elsewhere
             copy = self.graph_def.library.function.add()
             copy.CopyFrom(fdef)
@@ -317,6 +343,14 @@ class ResourceFreezer:
             fdef = copy
         new_name = fdef.signature.name
         self.done[key] = (new_name, {})   # a recursive call sees no outputs yet
+        self.depth += 1
+        try:
+            return self._specialise(fdef, name, new_name, key, args, call)
+        finally:
+            self.depth -= 1
+
+    def _specialise(self, fdef, name: str, new_name: str, key, args: Dict[int, Variable],
+                    call) -> Tuple[str, Dict[int, Variable]]:
         body = _Body(list(fdef.node_def), fdef)
         start = {}
         for index, var in args.items():

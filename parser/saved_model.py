@@ -36,6 +36,7 @@ from tf2ir.parser.checkpoint_keys import FILE_INIT_OPS, INIT_SIGNATURE, Sources,
 from tf2ir.parser.mapped_graph import MappedConst, MappedGraphDef
 from tf2ir.parser.model_files import open_regular, read_regular, within
 from tf2ir.parser.resources import NeedsTensorFlow, Variable, freeze_resources
+from tf2ir.parser.tensor_bundle import check_saved_model_checkpoint
 
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable")
 TABLE_OPS = ("HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable")
@@ -177,6 +178,7 @@ def check_before_tensorflow(path: str) -> None:
     for name in [os.path.join("variables", n) for n in names] + ["fingerprint.pb"]:
         if os.path.lexists(os.path.join(path, name)):
             os.close(open_regular(os.path.join(path, name), name, path, path))
+    check_saved_model_checkpoint(path)   # TF aborts on bad slices, allocates what dims ask
     assets = os.path.join(path, "assets")
     for meta_graph in _saved_model(path).meta_graphs:
         fed = set()

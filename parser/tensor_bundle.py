@@ -59,6 +59,11 @@ def bundle_messages():
     """(BundleHeaderProto, BundleEntryProto, SavedModel) message classes, built from a small
     descriptor over TensorBoard's compiled protos (TensorBoard ships no tensor_bundle or
     saved_model module). Enum fields are read as their varint numbers."""
+    return _messages()[:3]
+
+
+def _messages():
+    """bundle_messages() and TensorSliceProto."""
     global _MESSAGES
     if _MESSAGES is not None:
         return _MESSAGES
@@ -85,6 +90,12 @@ def bundle_messages():
             ("shard_id", 3, F.TYPE_INT32, one, ""), ("offset", 4, F.TYPE_INT64, one, ""),
             ("size", 5, F.TYPE_INT64, one, ""), ("crc32c", 6, F.TYPE_FIXED32, one, ""),
             ("slices", 7, F.TYPE_BYTES, many, ""))
+    message("TensorSliceExtent", ("start", 1, F.TYPE_INT64, one, ""),
+            ("length", 2, F.TYPE_INT64, one, ""))
+    proto.message_type[-1].oneof_decl.add(name="has_length")
+    proto.message_type[-1].field[1].oneof_index = 0
+    message("TensorSliceProto",
+            ("extent", 1, F.TYPE_MESSAGE, many, ".tf2ir_bundle.TensorSliceExtent"))
     message("SavedModel", ("saved_model_schema_version", 1, F.TYPE_INT64, one, ""),
             ("meta_graphs", 2, F.TYPE_MESSAGE, many, ".tensorboard.MetaGraphDef"))
     pool = descriptor_pool.Default()
@@ -92,7 +103,7 @@ def bundle_messages():
         pool.FindFileByName(proto.name)
     except KeyError:
         pool.Add(proto)
-    names = ("BundleHeaderProto", "BundleEntryProto", "SavedModel")
+    names = ("BundleHeaderProto", "BundleEntryProto", "SavedModel", "TensorSliceProto")
     _MESSAGES = tuple(message_factory.GetMessageClass(
         pool.FindMessageTypeByName(f"tf2ir_bundle.{name}")) for name in names)
     return _MESSAGES
@@ -115,6 +126,8 @@ def _varint(data, pos: int) -> Tuple[int, int]:
         pos += 1
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
+            if result >> 64:
+                raise ValueError("varint exceeds 64 bits")
             return result, pos
         shift += 7
         if shift > 63:
@@ -238,17 +251,15 @@ class TensorBundle:
     def __contains__(self, key: str) -> bool:
         return key in self.entries
 
-    def tensor(self, key: str) -> Tuple[int, List[int], np.ndarray]:
-        """(TF DataType enum, shape, numpy array) of checkpoint entry `key`; a numeric
-        array is a read-only view of the mapped shard. A field of the entry that does not
-        fit the shard (dtype, dims, shard, offset, size) or a crc32c that does not match its
-        bytes is a ConversionError naming the entry."""
+    def check_entry(self, key: str):
+        """(entry, dtype name, shape, shard data, error maker) of entry `key`, after checking
+        every field against the shard without reading the tensor: dtype, shape, shard, offset
+        and size (a numeric tensor's size is its shape's), and its slices (a partitioned
+        variable's: each a TensorSliceProto that fits the shape). TensorFlow is handed
+        nothing these checks refuse (it aborts on malformed slices, allocates what a dim asks)."""
         entry = self.entries.get(key)
         if entry is None:
             raise ConversionError(f"checkpoint has no entry '{key}'", model=self.model)
-        if entry.slices:
-            raise NeedsTensorFlow(f"checkpoint entry '{key}' is a partitioned (sliced) "
-                                  "variable; tf2ir reads whole tensors only", model=self.model)
 
         def bad(text: str) -> ConversionError:
             return ConversionError(f"checkpoint entry '{key}' {text}", model=self.model)
@@ -271,16 +282,35 @@ class TensorBundle:
         if entry.offset < 0 or entry.size < 0 or entry.offset + entry.size > len(data):
             raise bad(f"(bytes {entry.offset}..{entry.offset + entry.size}) lies outside its "
                       f"shard {self.shard_path(entry.shard_id)} ({len(data)} bytes)")
+        if entry.slices:
+            _check_slices(entry.slices, shape, bad)
+        elif dtype != "string" and entry.size != math.prod(shape) * numpy_dtype(dtype).itemsize:
+            raise bad(f"has {entry.size} bytes; shape {shape} of {dtype} needs "
+                      f"{math.prod(shape) * numpy_dtype(dtype).itemsize}")
+        elif dtype == "string" and math.prod(shape) > entry.size:
+            raise bad(f"is malformed: {math.prod(shape)} strings in {entry.size} bytes")
+        return entry, dtype, shape, data, bad
+
+    def check_all(self) -> None:
+        """check_entry for every entry (before TensorFlow reads the checkpoint)."""
+        for key in self.entries:
+            self.check_entry(key)
+
+    def tensor(self, key: str) -> Tuple[int, List[int], np.ndarray]:
+        """(TF DataType enum, shape, numpy array) of checkpoint entry `key`; a numeric
+        array is a read-only view of the mapped shard. A field of the entry that does not
+        fit the shard (dtype, dims, shard, offset, size) or a crc32c that does not match its
+        bytes is a ConversionError naming the entry."""
+        entry, dtype, shape, data, bad = self.check_entry(key)
+        if entry.slices:
+            raise NeedsTensorFlow(f"checkpoint entry '{key}' is a partitioned (sliced) "
+                                  "variable; tf2ir reads whole tensors only", model=self.model)
         count = math.prod(shape)
         view = memoryview(data)[entry.offset:entry.offset + entry.size]
         if dtype == "string":
             value, crc = _strings(view, count, bad)
         else:
-            np_dtype = numpy_dtype(dtype)
-            if entry.size != count * np_dtype.itemsize:
-                raise bad(f"has {entry.size} bytes; shape {shape} of {dtype} needs "
-                          f"{count * np_dtype.itemsize}")
-            value = np.frombuffer(view, np_dtype, count).reshape(shape)
+            value = np.frombuffer(view, numpy_dtype(dtype), count).reshape(shape)
             crc = None if key in self._checked else crc32c(view)
         if key not in self._checked:
             if mask(crc) != entry.crc32c:
@@ -289,6 +319,21 @@ class TensorBundle:
                           "the file is corrupt")
             self._checked.add(key)
         return entry.dtype, shape, value
+
+
+def _check_slices(slices, shape: List[int], bad) -> None:
+    slice_class = _messages()[3]
+    for index, raw in enumerate(slices):
+        try:
+            extents = slice_class.FromString(raw).extent
+        except Exception:   # DecodeError
+            raise bad(f"has a malformed slice {index} (not a TensorSliceProto)") from None
+        if len(extents) != len(shape):
+            raise bad(f"has slice {index} of rank {len(extents)} for shape {shape}")
+        for dim, extent in zip(shape, extents):
+            length = extent.length if extent.HasField("length") else dim - extent.start
+            if extent.start < 0 or length < 0 or extent.start + length > dim:
+                raise bad(f"has slice {index} ({extent.start}, {length}) outside shape {shape}")
 
 
 def _strings(view: memoryview, count: int, bad) -> Tuple[np.ndarray, int]:
@@ -321,3 +366,17 @@ def _strings(view: memoryview, count: int, bad) -> Tuple[np.ndarray, int]:
     out = np.empty(count, object)
     out[:] = values
     return out, crc
+
+
+def check_saved_model_checkpoint(path: str) -> None:
+    """Before TensorFlow reads the SavedModel at `path`: every entry of its checkpoint
+    checked as `TensorBundle.check_entry` does (what tf2ir cannot read, a compressed or
+    big-endian index, is left to TensorFlow)."""
+    prefix = os.path.join(path, "variables", "variables")
+    if not os.path.lexists(prefix + ".index"):
+        return
+    try:
+        bundle = TensorBundle(prefix, model=path, root=path)
+    except NeedsTensorFlow:
+        return
+    bundle.check_all()
