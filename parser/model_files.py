@@ -18,14 +18,18 @@ from tf2ir.ir.errors import ConversionError
 
 def within(path: str, root: str) -> bool:
     """Whether `path`, resolved (symlinks followed), lies inside directory `root` (resolved)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+    try:
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+    except (ValueError, UnicodeError):   # a NUL or a lone surrogate: no file's name
+        return False
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def check_within(path: str, root: Optional[str], what: str, model: Optional[str]) -> None:
     """Refuse `path` (a `what` of the model) when it resolves outside `root`."""
     if root is not None and not within(path, root):
+        if not within(path, path):
+            raise ConversionError(f"{what} {path!r} is not a file name; refused", model=model)
         raise ConversionError(f"{what} {path} leaves the SavedModel directory (it resolves to "
                               f"{os.path.realpath(path)}); refused", model=model)
 
