@@ -11,7 +11,7 @@ path string or a mapping with the keys of `FIELDS`. `read_manifest` returns one 
   are refused while the events are read, before anything is built, so nested aliases
   ("billion laughs") cannot blow up and deep nesting cannot overflow the C stack of
   LibYAML's composer; JSON has no aliases and its parser bounds its own recursion;
-- every field has its type checked (a string, a list of strings, no NUL character);
+- every field has its type checked (a string, a list of strings, no NUL character, no lone surrogate);
 - no value from the manifest is ever printed whole: `shown` cuts it to `SHOWN_CHARS`.
 
 Where a manifest's outputs may go is decided by `inside` (batch.py calls it): the resolved
@@ -184,8 +184,9 @@ def _string(manifest: str, label: str, key: str, value: Any) -> str:
                      manifest)
     if not value:
         raise _usage(f'{label}: "{key}" is empty', manifest)
-    if "\0" in value:
-        raise _usage(f'{label}: "{key}" {shown(value)} holds a NUL character', manifest)
+    problem = _problem(value)
+    if problem:
+        raise _usage(f'{label}: "{key}" {shown(value)} holds {problem}', manifest)
     return value
 
 
@@ -202,9 +203,22 @@ def _string_list(manifest: str, label: str, key: str, value: Any) -> List[str]:
             if isinstance(value, list) else value
         raise _usage(f'{label}: "{key}" must be a string or a list of strings, and holds '
                      f"{_kind(bad)} {shown(bad)}", manifest)
-    if any("\0" in v for v in items):
-        raise _usage(f'{label}: "{key}" holds a NUL character', manifest)
+    problem = next((p for p in map(_problem, items) if p), None)
+    if problem:
+        raise _usage(f'{label}: "{key}" holds {problem}', manifest)
     return items
+
+
+def _problem(value: str) -> str:
+    """What keeps `value` from being a file or node name: a NUL, or a lone surrogate (JSON's
+    "\\ud800": no UTF-8 text, no file name)."""
+    if "\0" in value:
+        return "a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a lone surrogate (not Unicode text)"
+    return ""
 
 
 def _kind(value: Any) -> str:
