@@ -33,6 +33,8 @@ import random
 import stat
 from typing import Dict, List, Tuple
 
+from tf2ir.tools.fuzz_core import BatchInternalError, Escape, check_model_file
+
 PREFIX = ".manifest/"
 DEPTH = 8                               # the sandbox root is this many folders down
 ROOT_REL = "/".join(["s"] * DEPTH) + "/root"
@@ -280,7 +282,6 @@ def _inside(path: str, folder: str) -> bool:
 def execute_manifest(case, ctx) -> None:
     from tf2ir.tools import batch
     from tf2ir.tools.cli import build_parser
-    from tf2ir.tools.fuzz import BatchInternalError, Escape, check_model_file
     base = os.path.join(ctx.workdir, "case")
     sandbox, root, manifest = materialize(base, case.files, case.special)
     out = os.path.realpath(os.path.join(root, "out"))

@@ -9,7 +9,7 @@ Without TensorFlow (and no cache) the mode has no seeds and says so.
 
 A case is one seed's files, mutated in one or more of these ways:
 
-  pb       saved_model.pb's bytes or wire structure (the `.pb` mutations of tools/fuzz.py)
+  pb       saved_model.pb's bytes or wire structure (the `.pb` mutations of tools/fuzz_mutate.py)
   index    variables/variables.index: bit flips, bytes, truncation, the LevelDB table's varints
   shard    variables/variables.data-*: bytes of the tensors (flips, runs, truncation, growth)
   special  a checkpoint file or asset replaced by a FIFO, a symlink to /dev/zero, a symlink
@@ -41,6 +41,9 @@ import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Optional, Tuple
+
+from tf2ir.tools.fuzz_core import OUTPUT_NAME, Escape, SilentCorruption, _clean, check_model_file
+from tf2ir.tools.fuzz_mutate import _int, _varint, mutate_bytes, mutate_graph_def
 
 PREFIX = ".savedmodel/"                 # Case.files keys: "case" + PREFIX + path in the dir
 CANARY_NAME = "canary.txt"              # beside the SavedModel directory, in the worker's folder
@@ -204,7 +207,6 @@ def _mutate_blob(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
         return bytes(data), "insert"
     # a varint rewritten to an interesting value (LevelDB lengths, offsets, proto fields)
     pos = rng.randrange(len(data))
-    from tf2ir.tools.fuzz import _int, _varint
     value = _int(rng) & ((1 << 64) - 1)
     end = pos
     while end < len(data) and data[end] & 0x80 and end - pos < 9:
@@ -309,7 +311,6 @@ def read_table(data: bytes) -> List[Tuple[bytes, bytes]]:
 
 
 def _block(entries: List[Tuple[bytes, bytes]]) -> bytes:
-    from tf2ir.tools.fuzz import _varint
     body, restarts = bytearray(), []
     for key, value in entries:   # every entry a restart point: no shared prefixes
         restarts.append(len(body))
@@ -321,7 +322,6 @@ def _block(entries: List[Tuple[bytes, bytes]]) -> bytes:
 
 def write_table(entries: List[Tuple[bytes, bytes]]) -> bytes:
     """A LevelDB table (one data block, block checksums right) holding `entries` in order."""
-    from tf2ir.tools.fuzz import _varint
     out = bytearray()
 
     def put(block: bytes) -> bytes:
@@ -409,12 +409,11 @@ STRINGY = (b"\xff\xfe\xfd", b"", b"../x", b"\x00", b"a" * 10000, b"\xc3", "\u00f
 
 
 def mutate_saved_model_structure(data: bytes, rng: random.Random, corpus, ops: List[str]) -> bytes:
-    """saved_model.pb edited as a message: its GraphDef by tools/fuzz.py's graph mutations, or
-    string constants (RestoreV2's tensor names and slices, file names) made non-UTF-8, empty,
-    long or path-like, or a signature's tensor names changed."""
+    """saved_model.pb edited as a message: its GraphDef by tools/fuzz_mutate.py's graph
+    mutations, or string constants (RestoreV2's tensor names and slices, file names) made
+    non-UTF-8, empty, long or path-like, or a signature's tensor names changed."""
     from google.protobuf import text_format
     from tf2ir.parser.tensor_bundle import bundle_messages
-    from tf2ir.tools.fuzz import mutate_graph_def
     message = bundle_messages()[2]()
     try:
         message.ParseFromString(data)
@@ -471,7 +470,6 @@ SPECIALS = ("fifo", "devzero", "outside", "dir", "missing", "canary")
 
 def mutate_saved_model(files: Dict[str, bytes], rng: random.Random, corpus, ops: List[str]) -> Tuple[Dict[str, bytes], Dict[str, str]]:
     """A mutated copy of one seed's files, and its special entries (path → what)."""
-    from tf2ir.tools.fuzz import mutate_bytes
     files = dict(files)
     special: Dict[str, str] = {}
     for _ in range(rng.choice((1, 1, 1, 2))):
@@ -567,7 +565,6 @@ _BASELINES: Dict[Tuple[str, str, str], Optional[bytes]] = {}
 
 
 def _convert(ctx, directory: str, out: str) -> None:
-    from tf2ir.tools.fuzz import check_model_file
     ctx.stage(1)
     graph, _ = ctx.pipeline.convert_file(directory)
     ctx.stage(2)
@@ -582,7 +579,6 @@ def baseline(ctx, seed_name: str, files: Dict[str, bytes]) -> Optional[bytes]:
     key = (ctx.workdir, seed_name, ctx.saved_model_reader)
     if key not in _BASELINES:
         from tf2ir.ir.errors import ConversionError
-        from tf2ir.tools.fuzz import _clean
         base = os.path.join(ctx.workdir, "case")
         out = os.path.join(ctx.workdir, "out.onnx")
         try:
@@ -606,7 +602,6 @@ def _replay_seeds() -> List[Tuple[str, Dict[str, bytes]]]:
 
 def execute_saved_model(case, ctx) -> None:
     """`tf2ir convert DIR -o out.onnx` on the case's SavedModel, then the checks above."""
-    from tf2ir.tools.fuzz import OUTPUT_NAME, Escape, SilentCorruption
     os.environ["TF2IR_SAVED_MODEL_READER"] = "" if ctx.saved_model_reader == "auto" else "native"
     seeds = dict(ctx.corpus.saved_models if ctx.corpus is not None else _replay_seeds())
     base = os.path.join(ctx.workdir, "case")
