@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, broadcast_fits, set_attr
 
 AFFINE = ("Add", "Sub", "Mul", "Div")
 
@@ -91,7 +91,7 @@ class _Folder:
             if (len(node.input) > 2 and node.input[2] and b is None) or c.dtype != w.dtype:
                 return count
             s = _per_channel(c, w.ndim, 1, w.shape[0])
-            if s is None:
+            if s is None or (b is not None and not broadcast_fits((b, s), w)):
                 return count
             shape = (-1,) + (1,) * (w.ndim - 1)
             if m.op_type in ("Add", "Sub"):
@@ -120,7 +120,8 @@ class _Folder:
             n = w.shape[0] if trans_b else w.shape[1]
             s = _per_channel(c, 2, 1, n) if c.dtype == w.dtype else None
             bias = g.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            if s is None or (len(node.input) > 2 and node.input[2] and bias is None):
+            if s is None or (len(node.input) > 2 and node.input[2] and bias is None) \
+                    or (bias is not None and not broadcast_fits((bias, s), w)):
                 return count
             beta = attr_value(node, "beta", 1.0)
             bias = None if bias is None else bias * np.asarray(beta, w.dtype)

@@ -153,3 +153,21 @@ def replace_uses(nodes: Iterable[onnx.NodeProto], old: str, new: str) -> None:
         for i, name in enumerate(node.input):
             if name == old:
                 node.input[i] = new
+
+
+FOLD_LIMIT_BYTES = 1 << 20   # as constant folding's (README "Limits"; passes/fold.py)
+
+
+def broadcast_fits(arrays: Sequence[np.ndarray], *inputs: Optional[np.ndarray],
+                   size: Optional[int] = None) -> bool:
+    """Whether a pass may compute a constant of `arrays` broadcast together (or of `size`
+    elements) from `arrays` and `inputs`: at most FOLD_LIMIT_BYTES or the size of all of
+    them (None counts nothing), checked before anything is computed; arrays that do not
+    broadcast do not fit."""
+    try:
+        count = size if size is not None else int(np.prod(np.broadcast_shapes(
+            *(a.shape for a in arrays)), dtype=object))
+    except ValueError:
+        return False
+    nbytes = count * max(a.itemsize for a in arrays)
+    return nbytes <= max(FOLD_LIMIT_BYTES, sum(a.nbytes for a in (*arrays, *inputs) if a is not None))

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
+from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, broadcast_fits, set_attr
 
 _STANDARD = ("", "ai.onnx")
 _POSITIVE_ONLY = {"Relu", "LeakyRelu", "MaxPool", "GlobalMaxPool"}
@@ -176,12 +176,10 @@ class _Sinker:
             return None
         if op in ("Add", "Sub", "Mul", "Div"):
             found = self.const_operand(node, v)
-            if found is None or found[1].ndim > scale.rank or found[1].dtype != scale.s.dtype:
-                return None
-            pos, c = found
-            if op == "Div" and pos == 0:      # c / (s*x) is not s times anything
-                return None
-            return scale
+            if found is None or found[1].ndim > scale.rank or found[1].dtype != scale.s.dtype \
+                    or (op in ("Add", "Sub") and not broadcast_fits((found[1], scale.full()))):
+                return None   # an Add's constant is divided by the scale: bounded (README)
+            return None if op == "Div" and found[0] == 0 else scale   # c / (s*x): no scale
         if op in ("Relu", "LeakyRelu"):
             return scale
         if op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
@@ -410,8 +408,9 @@ class _Sinker:
                 size = self.channels(y if transpose is not None else x, 1)
             except RecursionError:
                 size = None
-            if size is None or shift.s.size not in (1, size):
-                continue
+            w = g.const(readers[0].input[1]) if len(readers[0].input) > 1 else None
+            if size is None or shift.s.size not in (1, size) or not broadcast_fits((t,), w, size=size):
+                continue   # a bias the size of `w`'s channels at most (README "Limits")
             vector = np.broadcast_to(shift.s, (size,)).astype(t.dtype)
             biases = [self.shift_absorbed(r, y, vector, rank) for r in readers]
             if any(b is None for b in biases):
