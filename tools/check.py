@@ -302,7 +302,7 @@ def _failed(report: SupportReport, exc: ConversionError, stage: str) -> None:
 
 def _internal(report: SupportReport, exc: Exception, stage: str) -> None:
     """An exception that is not a ConversionError: `convert` exits 1 with an internal error."""
-    log.debug("internal error", exc_info=True)
+    log.info("internal error in the dry run", exc_info=True)   # -v: the traceback
     message = f"{type(exc).__name__}: {exc}"
     report.exit_status, report.supported, report.stage = ExitStatus.FAILED, False, stage
     report.convert_error = (f"internal error while handling {escape(report.model)}: "
