@@ -416,6 +416,46 @@ def test_manifest_internal_errors_are_crashes(tmp_path, monkeypatch):
     assert (result.outcome, result.key[0]) == ("crash", "batch internal error KeyError"), result
 
 
+def test_outcomes_the_modes_raise_are_caught_when_the_harness_runs_as_main(tmp_path, monkeypatch):
+    """`python -m tf2ir.tools.fuzz` runs fuzz.py as __main__, a second copy of the module
+    beside any tf2ir.tools.fuzz: its run_case classifies the exceptions the modes raise
+    (they live in tools/fuzz_core.py, which both copies and the modes import)."""
+    import importlib.util
+
+    from tf2ir.tools import fuzz_core, fuzz_manifest, fuzz_saved_model
+    spec = importlib.util.spec_from_file_location("_fuzz_as_main", fuzz.__file__)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "_fuzz_as_main", module)   # what python -m does for __main__
+    spec.loader.exec_module(module)
+    copy = vars(module)
+    assert copy["run_case"] is not fuzz.run_case
+    assert (fuzz_manifest.Escape, fuzz_saved_model.Escape) == (fuzz_core.Escape, fuzz_core.Escape)
+    ctx = copy["Context"](str(tmp_path))
+    missing = str(tmp_path / "missing.onnx")
+    for raise_, expected in (
+            (lambda: (_ for _ in ()).throw(fuzz.Escape("outside")), ("escape", "escape")),
+            (lambda: (_ for _ in ()).throw(fuzz.SilentCorruption("weights")),
+             ("corrupt", "silent corruption")),
+            (lambda: (_ for _ in ()).throw(fuzz.BatchInternalError("internal error: KeyError: 'x'")),
+             ("crash", "batch internal error KeyError")),
+            (lambda: fuzz_manifest.check_model_file(missing), ("invalid", "checker"))):
+        result = copy["run_case"](copy["Case"]("manifest", 0, {}), lambda case, ctx: raise_(), ctx, 30)
+        assert (result.outcome, result.key[0]) == expected, result
+
+
+def test_harness_frames_are_not_tf2ir_frames():
+    """A crash's group names the innermost frame in tf2ir's code, past the harness's own
+    files (fuzz.py, fuzz_core.py, fuzz_mutate.py); the modes' frames count."""
+    import traceback
+
+    def frame(rel):
+        return traceback.FrameSummary(os.path.join(ROOT, *rel.split("/")), 7, "f")
+    for harness in ("tools/fuzz.py", "tools/fuzz_core.py", "tools/fuzz_mutate.py"):
+        assert fuzz.tf2ir_frame([frame("parser/attrs.py"), frame(harness)]) == ("parser/attrs.py:7", "f")
+    assert fuzz.tf2ir_frame([frame("parser/attrs.py"), frame("tools/fuzz_manifest.py")]) == (
+        "tools/fuzz_manifest.py:7", "f")
+
+
 @pytest.mark.parametrize("kind", ["savedmodel", "manifest"])
 def test_folder_reproducers_save_load_and_replay(kind, tmp_path):
     """A SavedModel or manifest case is saved as a folder with its special entries (FIFOs,
