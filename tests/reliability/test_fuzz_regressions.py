@@ -206,3 +206,154 @@ def test_fuzz_manifest_classes_end_in_one_clean_error(tmp_path):
     outcomes = [(results[i].outcome, results[i].key[0]) for i in range(len(cases))]
     assert outcomes == [("error", "")] * len(cases), outcomes
     assert all(results[i].seconds < 5 for i in range(len(cases)))
+
+
+# -- the classes still open after the first round (tests/data/fuzz/make_open_reproducers.py) ---------
+def _edit_graph(files, edit):
+    """`files` with saved_model.pb's graph edited by `edit(graph_def)`."""
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    message = bundle_messages()[2].FromString(files["saved_model.pb"])
+    edit(message.meta_graphs[0].graph_def)
+    return {**files, "saved_model.pb": message.SerializeToString()}
+
+
+def _first_call(nodes):
+    return next(n for n in nodes if n.op in ("StatefulPartitionedCall", "PartitionedCall"))
+
+
+def test_fuzz_malformed_refs_and_call_lists_end_in_one_clean_error(tmp_path):
+    """Classes A and B: an outer-graph input port that is not a number ('x:x', ValueError in
+    parser/resources.py), the same in a function body ('node:output:x'), a call inside a
+    function whose Tin lists fewer types than it has inputs and an outer call whose Tin is
+    empty (IndexError): each is one clean error (or converts), never a crash."""
+    files, case = _saved_model("dense")
+
+    def outer_port(g):
+        call = _first_call(g.node)
+        call.input[-1] = call.input[-1].split(":")[0] + ":x"
+
+    def body_port(g):
+        for f in g.library.function:
+            for n in f.node_def:
+                refs = [i for i, r in enumerate(n.input) if r.count(":") == 2]
+                if refs:
+                    n.input[refs[0]] = n.input[refs[0]].rsplit(":", 1)[0] + ":x"
+                    return
+
+    def short_inner_tin(g):
+        _first_call(n for f in g.library.function for n in f.node_def).attr["Tin"].list.type.pop()
+
+    def empty_outer_tin(g):
+        del _first_call(g.node).attr["Tin"].list.type[:]
+    cases = [case(_edit_graph(files, edit), ["struct"])
+             for edit in (outer_port, body_port, short_inner_tin, empty_outer_tin)]
+    results = _run_harness(cases, tmp_path)
+    outcomes = [(results[i].outcome, results[i].key[0]) for i in range(len(cases))]
+    assert all(o in (("error", ""), ("ok", "")) for o in outcomes), outcomes
+    assert results[2].outcome == "error" and "Tin" in results[2].error
+
+
+def test_fuzz_string_length_over_64_bits_is_a_clean_error(tmp_path):
+    """Class C: a string variable's first length stored as a 10-byte varint holding more than
+    64 bits (struct.error packing it for the checksum); every varint is now at most 64 bits."""
+    files, case = _saved_model("mixed")
+    shard = "variables/variables.data-00000-of-00001"
+    _, entries = _entries(files)
+    words = entries[b"words/.ATTRIBUTES/VARIABLE_VALUE"]
+    data = bytearray(files[shard])
+    data[words.offset:words.offset + 10] = b"\xff" * 9 + b"\x7f"
+    results = _run_harness([case({**files, shard: bytes(data)}, ["shard:varint"])], tmp_path)
+    assert (results[0].outcome, results[0].key[0]) == ("error", ""), results[0]
+    assert "varint exceeds" in results[0].error
+
+
+def _directory(files, root):
+    from tf2ir.tools import fuzz_saved_model as fsm
+    return fsm.materialize(str(root / "case"), files, {})
+
+
+@pytest.mark.parametrize("field", ["slices", "slices-rank", "dim", "size"])
+def test_fuzz_checkpoint_entries_tensorflow_cannot_take_are_refused_before_it(field, tmp_path):
+    """Classes F and G: on the TensorFlow route, garbage `slices` bytes (TF aborted in a CHECK,
+    exit 134), a slice of the wrong rank, a dim of 2**40 (TF tried a 16 TB allocation) and a
+    size unlike the shape's are refused by check_before_tensorflow, before TF sees the
+    directory; a malformed slice is a plain ConversionError natively, not NeedsTensorFlow."""
+    from tf2ir.parser.resources import NeedsTensorFlow
+    from tf2ir.parser.saved_model import check_before_tensorflow
+    from tf2ir.parser.tensor_bundle import TensorBundle
+    files, _ = _saved_model("dense")
+    key = b"w/.ATTRIBUTES/VARIABLE_VALUE"
+    entry = _entries(files)[1][key]
+    if field == "slices":
+        entry.slices.append(b"\x0a\x05\xff\xff")
+    elif field == "slices-rank":
+        entry.slices.append(b"\x0a\x00")              # one extent for a rank-2 tensor
+    elif field == "dim":
+        entry.shape.dim[0].size = 2 ** 40
+    else:
+        entry.size += 4
+    changed = {k: v for k, v in _entries(files)[1].items()}
+    changed[key] = entry
+    from tf2ir.tools import fuzz_saved_model as fsm
+    table = [(k, changed[k].SerializeToString() if k else v) for k, v in _entries(files)[0]]
+    directory = _directory({**files, fsm.INDEX: fsm.write_table(table)}, tmp_path)
+    with pytest.raises(ConversionError) as info:
+        check_before_tensorflow(directory)
+    assert "checkpoint entry 'w/.ATTRIBUTES/VARIABLE_VALUE'" in str(info.value)
+    if field.startswith("slices"):
+        bundle = TensorBundle(_os.path.join(directory, "variables", "variables"), model="m")
+        with pytest.raises(ConversionError) as info:
+            bundle.tensor(key.decode())
+        assert not isinstance(info.value, NeedsTensorFlow) and "slice" in str(info.value)
+
+
+def test_fuzz_asset_filename_with_nul_is_refused_before_tensorflow(tmp_path):
+    """Class H: an AssetFileDef filename holding a NUL (ValueError in os.path.realpath,
+    parser/model_files.py) is one clean refusal before TensorFlow loads the directory."""
+    from tf2ir.parser.saved_model import check_before_tensorflow
+    from tf2ir.parser.tensor_bundle import bundle_messages
+    files, _ = _saved_model("vocab")
+    message = bundle_messages()[2].FromString(files["saved_model.pb"])
+    assets = message.meta_graphs[0].asset_file_def
+    assert assets
+    assets[0].filename = "vocab\x00.txt"
+    directory = _directory({**files, "saved_model.pb": message.SerializeToString()}, tmp_path)
+    with pytest.raises(ConversionError) as info:
+        check_before_tensorflow(directory)
+    assert "asset file name" in str(info.value) and "\\x00" in str(info.value)
+
+
+def test_fuzz_manifest_lone_surrogate_is_a_clean_error(tmp_path):
+    """Class D: a manifest output, path or input name holding a lone surrogate ("\\ud800",
+    valid JSON) was a UnicodeEncodeError in batch; now one clean error, nothing written."""
+    cases = [_manifest('[{"path": "a.pb", "output": "x\\ud800.onnx"}]'),
+             _manifest('[{"path": "a\\udc80.pb"}]'),
+             _manifest('[{"path": "a.pb", "inputs": ["x\\ud800"]}]')]
+    results = _run_harness(cases, tmp_path)
+    outcomes = [(results[i].outcome, results[i].key[0]) for i in range(len(cases))]
+    assert outcomes == [("error", "")] * len(cases), outcomes
+    assert all("surrogate" in results[i].error for i in range(len(cases)))
+
+
+def test_onnx_passes_bound_the_constants_they_compute_from_a_broadcast():
+    """Class E: a shift before a Gemm whose input declares 2**40 channels (fold_shift
+    broadcast the scalar shift to 2**40 values: MemoryError, a blow-up in the fuzz run), and
+    an Add constant varying along the last axis, divided by a per-channel scale sunk into a
+    Conv (a C x K constant from C + K values): neither pass computes the big constant."""
+    import numpy as np
+    from tf2ir.ir.onnx.passes.lowered import FOLD_LIMIT_BYTES
+    from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
+    from tests.ir.onnx.test_pass_common import lowered, node
+    f32 = np.float32
+    g = lowered([node("Add", ["x", "t"], ["a"]), node("Gemm", ["a", "w"], ["y"], transB=1)],
+                {"t": np.ones((), f32), "w": np.ones((2, 3), f32)},
+                {"x": (f32, [1, 2 ** 40])}, {"y": (f32, [1, 2])})
+    assert sink_scales_into_weights(g) == 0
+    c, k = 2048, 2048
+    inits = {"s": np.full((1, c, 1, 1), 2, f32), "t": np.ones((1, 1, 1, k), f32),
+             "w": np.ones((1, c, 1, 1), f32)}
+    g = lowered([node("Mul", ["x", "s"], ["m"]), node("Add", ["m", "t"], ["a"]),
+                 node("Conv", ["a", "w"], ["y"], kernel_shape=[1, 1])], inits,
+                {"x": (f32, [1, c, 1, k])}, {"y": (f32, [1, 1, 1, k])})
+    sink_scales_into_weights(g)
+    assert max(a.nbytes for a in g.initializers.values()) <= FOLD_LIMIT_BYTES

@@ -5,8 +5,9 @@
     TF2IR_SAVED_MODEL_READER=native tf2ir convert A-port-not-int -o a.onnx      # and B-, C-
     tf2ir batch D-manifest/list.json -o D-out -j 1
 
-Each ends in "internal error" today; fixed, each is one clean error line. When a class is fixed, its
-case belongs in tests/reliability/test_fuzz_regressions.py."""
+Each ended in "internal error"; since the fixes each is one clean error line, and each class has its
+case in tests/reliability/test_fuzz_regressions.py (A, B: malformed refs and call lists; C: a
+varint over 64 bits; D: a lone surrogate in a manifest)."""
 import os, shutil, json
 from tf2ir.tools import fuzz_saved_model as fsm
 from tf2ir.parser.tensor_bundle import bundle_messages
