@@ -66,6 +66,12 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _keras_refusal(exc: Exception) -> str:
+    """What Keras' safe_mode refused, without its advice to turn safe_mode off."""
+    text = " ".join(str(exc).split())
+    return text.split(". ")[0].rstrip(".")
+
+
 def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
                        tags: Sequence[str] = DEFAULT_TAGS) -> Frozen:
     """Load the SavedModel at `path` with `tags` and freeze its `signature`."""
@@ -76,6 +82,8 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
                               model=path)
     from tf2ir.parser.saved_model import check_before_tensorflow
     check_before_tensorflow(path)   # TF would read a path that leaves the directory, or block
+    from tf2ir.parser.loader_trust import check_loader
+    check_loader(path)   # TF would run every op its restore, init and signature functions hold
     tf = import_tensorflow()
     try:
         loaded = tf.saved_model.load(path, tags=list(tags) or None)
@@ -106,9 +114,16 @@ def freeze_keras_file(path: str) -> Frozen:
         raise ConversionError("file does not exist", model=path)
     tf = import_tensorflow()
     import keras
-    try:
-        model = keras.models.load_model(path, compile=False)
+    try:   # safe_mode: Keras refuses Lambda layers' marshalled Python code, TFSMLayer, file paths
+        model = keras.models.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:
+        if "safe_mode" in str(exc):
+            raise ConversionError(
+                "the Keras file holds Python code or a path to load (a Lambda layer's "
+                "marshalled bytecode, a TFSMLayer, a vocabulary file), which Keras' "
+                "safe_mode refuses; tf2ir loads Keras files with safe_mode on (README: Running "
+                f"models you did not make): {_keras_refusal(exc)}", model=path,
+                exit_code=ExitStatus.UNSUPPORTED) from None
         raise ConversionError(f"not a loadable Keras model file: {_first_line(exc)}",
                               model=path) from None
     try:

@@ -17,6 +17,8 @@ classes TensorFlow or tensorboard ship, no import here), every node of every fun
 library, and every function an attribute names (If/While bodies, PartitionedCall's `f`): it
 runs before TensorFlow sees the GraphDef, when `--fallback tf` cuts a segment
 (parser/fallback.py) and when the runtime entry builds a session (tools/runtime.py).
+`LOADER_ALLOWED` (ALLOWED plus `LOADER_EXTRA`, the variable, table and loop state a SavedModel
+keeps) is what TensorFlow's SavedModel loader may run (parser/loader_trust.py).
 """
 
 from __future__ import annotations
@@ -165,6 +167,33 @@ CONTROL_FLOW = frozenset("Case For If PartitionedCall StatefulPartitionedCall St
                          "StatelessIf StatelessWhile While".split())
 ALLOWED = frozenset(ALLOWED_TEXT.split()) | STATEFUL_ALLOWED | CONTROL_FLOW
 
+# What TensorFlow's SavedModel loader may run besides ALLOWED (parser/loader_trust.py checks a
+# SavedModel's MetaGraph with it before TensorFlow loads the directory): the state a SavedModel
+# keeps in the process for its variables, lookup tables, RNN loops and random generators. It
+# writes no file: a checkpoint restore op is allowed only where its prefix is the loader's
+# (the saver's filename tensor), a file-initialised table only where its file name comes
+# from the SavedModel's assets (or a constant inside the directory), and the saver's own
+# SaveV2/MergeV2Checkpoints only where the loader never runs them (reachable from the saver's
+# save tensor alone; they are not listed here).
+LOADER_EXTRA = frozenset("""
+Assign AssignAdd AssignAddVariableOp AssignSub AssignSubVariableOp AssignVariableOp
+DestroyResourceOp DisableCopyOnRead IsVariableInitialized ReadVariableOp ResourceGather
+VarHandleOp VarIsInitializedOp Variable VariableShape VariableV2
+HashTable HashTableV2 InitializeTable InitializeTableFromTextFile InitializeTableFromTextFileV2
+InitializeTableV2 LookupTableExport LookupTableExportV2 LookupTableFind LookupTableFindV2
+LookupTableImport LookupTableImportV2 LookupTableInsert LookupTableInsertV2
+LookupTableRemoveV2 LookupTableSize LookupTableSizeV2 MutableDenseHashTable
+MutableDenseHashTableV2 MutableHashTable MutableHashTableOfTensors
+MutableHashTableOfTensorsV2 MutableHashTableV2
+Restore RestoreSlice RestoreV2
+TensorArrayCloseV3 TensorArrayConcatV3 TensorArrayGatherV3 TensorArrayGradV3 TensorArrayReadV3
+TensorArrayScatterV3 TensorArraySizeV3 TensorArraySplitV3 TensorArrayV3 TensorArrayWriteV3
+TensorListStack
+RngReadAndSkip RngSkip StatefulStandardNormalV2 StatefulTruncatedNormal StatefulUniform
+StatefulUniformFullInt StatefulUniformInt
+""".split())
+LOADER_ALLOWED = ALLOWED | LOADER_EXTRA
+
 # Why the common refused op types are refused (the first pattern that matches names it).
 DENIED = (
     (r"File|Reader|^Save|^Restore|Checkpoint|ImmutableConst|Proto|Vocab|LoadAndRemap|"
@@ -198,30 +227,33 @@ class Refusal(NamedTuple):
         return f"{self.op_type} (node '{self.where}': {self.reason})"
 
 
-def reason(op_type: str) -> str:
+def reason(op_type: str, not_listed: str = NOT_LISTED) -> str:
     """Why `op_type` may not run in a segment (any op type not in ALLOWED)."""
     for pattern, why in _DENIED:
         if pattern.search(op_type):
             return why
-    return NOT_LISTED
+    return not_listed
 
 
 def refusals(graph_def) -> List[Refusal]:
     """Every node of `graph_def` (and of its function library) a segment may not run."""
     functions = {f.signature.name: f for f in graph_def.library.function}
     found: List[Refusal] = []
-    found += _check(graph_def.node, "", functions)
+    found += check_nodes(graph_def.node, "", functions)
     for name, function in functions.items():
-        found += _check(function.node_def, f"{name}/", functions)
+        found += check_nodes(function.node_def, f"{name}/", functions)
     return found
 
 
-def _check(nodes: Iterable, prefix: str, functions) -> List[Refusal]:
+def check_nodes(nodes: Iterable, prefix: str, functions, allowed=ALLOWED,
+                not_listed: str = NOT_LISTED) -> List[Refusal]:
+    """The nodes (named `prefix` + name) whose op type is not in `allowed` (nor a function
+    of `functions`), or that call a function other than as control flow, or one not defined."""
     found = []
     for node in nodes:
         where = prefix + node.name
-        if node.op not in ALLOWED and node.op not in functions:
-            found.append(Refusal(where, node.op, reason(node.op)))
+        if node.op not in allowed and node.op not in functions:
+            found.append(Refusal(where, node.op, reason(node.op, not_listed)))
             continue
         for key in sorted(node.attr):
             value = node.attr[key]
