@@ -11,7 +11,8 @@ path string or a mapping with the keys of `FIELDS`. `read_manifest` returns one 
   are refused while the events are read, before anything is built, so nested aliases
   ("billion laughs") cannot blow up and deep nesting cannot overflow the C stack of
   LibYAML's composer; JSON has no aliases and its parser bounds its own recursion;
-- every field has its type checked (a string, a list of strings, no NUL character, no lone surrogate);
+- every field has its type checked (a string, a list of strings, no NUL character, no lone
+  surrogate);
 - no value from the manifest is ever printed whole: `shown` cuts it to `SHOWN_CHARS`.
 
 Where a manifest's outputs may go is decided by `inside` (batch.py calls it): the resolved

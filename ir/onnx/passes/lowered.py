@@ -170,4 +170,5 @@ def broadcast_fits(arrays: Sequence[np.ndarray], *inputs: Optional[np.ndarray],
     except ValueError:
         return False
     nbytes = count * max(a.itemsize for a in arrays)
-    return nbytes <= max(FOLD_LIMIT_BYTES, sum(a.nbytes for a in (*arrays, *inputs) if a is not None))
+    given = sum(a.nbytes for a in (*arrays, *inputs) if a is not None)
+    return nbytes <= max(FOLD_LIMIT_BYTES, given)
