@@ -114,6 +114,8 @@ def load_saved_model(path: str, signature: str, tags: Sequence[str]):
             log.info("SavedModel: the native reader refuses it (%s); freezing with "
                      "TensorFlow", reason)
         else:
+            from tf2ir.parser.loader_trust import check_read
+            check_read(result[0], path)   # verify runs it in TensorFlow
             log.info("SavedModel: read natively (no TensorFlow)")
             return result
     else:

@@ -210,7 +210,8 @@ def _file_sources(bodies: List[_Body], reached: Set[str], functions,
                 continue
             why = sources.check(body, node.input[index], kind, needs)
             if why is not None:
-                found.append(trust.Refusal(body.where(node), node.op, f"reads a file named by {why}"))
+                found.append(trust.Refusal(body.where(node), node.op,
+                                           f"reads a file named by {why}"))
     calls: Dict[str, List[Tuple[_Body, object]]] = {}
     for body in bodies:
         for node in body.nodes.values():
@@ -242,17 +243,34 @@ def _file_sources(bodies: List[_Body], reached: Set[str], functions,
 def check_loader(path: str) -> None:
     """Refuse the SavedModel at `path` (exit 3, one line naming the first node, its function
     and op type) when TensorFlow's loader would reach a node it may not run."""
-    from tf2ir.ir.errors import ConversionError, ExitStatus
     from tf2ir.parser.saved_model import _saved_model
     found: List[trust.Refusal] = []
     for meta_graph in _saved_model(path).meta_graphs:
         found += loader_refusals(meta_graph, path)
+    _refuse(found, path, "TensorFlow's SavedModel loader would run it, so the SavedModel is "
+                         "refused before TensorFlow loads it")
+
+
+def check_read(graph_def, path: str) -> None:
+    """Refuse the GraphDef the native reader made of the SavedModel at `path` (its nodes and
+    every function of its library) when it holds a node TensorFlow may not run: `verify`
+    runs it with TensorFlow, and the conversion would drop a node whose result is unused."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    nodes = [n for n in graph_def.node if n.op != "Const"]   # a mapped Const has no proto attrs
+    found = trust.check_nodes(nodes, "", functions, trust.LOADER_ALLOWED, NOT_LISTED)
+    for name, function in functions.items():
+        found += trust.check_nodes(function.node_def, f"{name}/", functions,
+                                   trust.LOADER_ALLOWED, NOT_LISTED)
+    _refuse(found, path, "the signature would run it in TensorFlow (verify), so the "
+                         "SavedModel is refused")
+
+
+def _refuse(found: List[trust.Refusal], path: str, why: str) -> None:
+    from tf2ir.ir.errors import ConversionError, ExitStatus
     if not found:
         return
     first, more = found[0], len(dict.fromkeys(found)) - 1
     raise ConversionError(
-        f"{first.reason}; TensorFlow's SavedModel loader would run it, so the SavedModel is "
-        "refused before TensorFlow loads it" + (f" ({more} more node{'s' * (more > 1)} "
-                                                f"refused)" if more else "")
-        + " (README: Running models you did not make)", model=path, node=first.where,
-        op_type=first.op_type, exit_code=ExitStatus.UNSUPPORTED)
+        f"{first.reason}; {why}" + (f" ({more} more node{'s' * (more > 1)} refused)" if more
+                                    else "") + " (README: Running models you did not make)",
+        model=path, node=first.where, op_type=first.op_type, exit_code=ExitStatus.UNSUPPORTED)
