@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
-from tf2ir.ir.errors import PLUGIN_EXITS, ConversionError, ExitStatus, plugin_exit
+from tf2ir.ir.errors import ConversionError, ExitStatus, plugin_code
 from tf2ir.ir.graph import Graph, Value
 from tf2ir.ir.infer import infer_node
 from tf2ir.ir.tensor import TensorDesc
@@ -128,16 +128,10 @@ class Converter:
             return
         inputs = [self.values[key] for key in node.inputs]
         irop = IrOp(reg.ir_type, node.name, inputs, self.graph)
-        try:
+        # Plugin code: whatever it raises (sys.exit() included) is its failure, named.
+        with plugin_code("its parse function", reg.plugin):
             reg.parse_fn(node, irop)
             subgraph = build_subgraph(reg, node, irop)   # one-to-many: PartitionedCall
-        except ConversionError as exc:
-            raise exc.located(plugin=reg.plugin)
-        except Exception as exc:
-            raise ConversionError(f"plugin {reg.plugin} failed: {type(exc).__name__}: {exc}",
-                                  plugin=reg.plugin) from exc
-        except PLUGIN_EXITS as exc:   # sys.exit() in a parse function is its failure
-            raise plugin_exit(exc, "its parse function", plugin=reg.plugin) from exc
         proto = irop.prototype
         if proto is None:
             raise ConversionError(f"plugin {reg.plugin} maps to IR op {irop.op_type}, "
