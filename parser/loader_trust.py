@@ -251,18 +251,20 @@ def check_loader(path: str) -> None:
                          "refused before TensorFlow loads it")
 
 
-def check_read(graph_def, path: str) -> None:
+def check_read(graph_def, path: str, why: str = "the signature would run it in TensorFlow "
+               "(verify), so the SavedModel is refused") -> None:
     """Refuse the GraphDef the native reader made of the SavedModel at `path` (its nodes and
     every function of its library) when it holds a node TensorFlow may not run: `verify`
-    runs it with TensorFlow, and the conversion would drop a node whose result is unused."""
+    runs it with TensorFlow, and the conversion would drop a node whose result is unused
+    (a stateful op a function's outputs wait on by a control edge). `verify` checks every
+    model it runs in TensorFlow (a frozen .pb too) the same way, with its own `why`."""
     functions = {f.signature.name: f for f in graph_def.library.function}
     nodes = [n for n in graph_def.node if n.op != "Const"]   # a mapped Const has no proto attrs
     found = trust.check_nodes(nodes, "", functions, trust.LOADER_ALLOWED, NOT_LISTED)
     for name, function in functions.items():
         found += trust.check_nodes(function.node_def, f"{name}/", functions,
                                    trust.LOADER_ALLOWED, NOT_LISTED)
-    _refuse(found, path, "the signature would run it in TensorFlow (verify), so the "
-                         "SavedModel is refused")
+    _refuse(found, path, why)
 
 
 def _refuse(found: List[trust.Refusal], path: str, why: str) -> None:

@@ -261,7 +261,9 @@ def _tf_graph(model_path: str, signature: Optional[str] = None, tags=None):
     from tf2ir.parser.frozen import import_tensorflow
     from tf2ir.parser.load import load_model
     tf = import_tensorflow()
+    from tf2ir.parser.loader_trust import check_read
     frozen, _ = load_model(model_path, signature, tags)
+    check_read(frozen, model_path, "verify would run the model in TensorFlow, so it is refused")
     graph_def = tf.compat.v1.GraphDef.FromString(frozen.SerializeToString())
     graph = tf.Graph()
     with graph.as_default():

@@ -165,7 +165,10 @@ STATEFUL_ALLOWED = frozenset(
 # library, where they are checked like the top-level nodes.
 CONTROL_FLOW = frozenset("Case For If PartitionedCall StatefulPartitionedCall StatelessCase "
                          "StatelessIf StatelessWhile While".split())
-ALLOWED = frozenset(ALLOWED_TEXT.split()) | STATEFUL_ALLOWED | CONTROL_FLOW
+# Stateless ops whose names the patterns of DENIED match, reviewed: they only compute.
+REVIEWED = frozenset("EncodeJpegVariableQuality TensorListStack TensorMapLookup "
+                     "TensorMapStackKeys".split())
+ALLOWED = frozenset(ALLOWED_TEXT.split()) | REVIEWED | STATEFUL_ALLOWED | CONTROL_FLOW
 
 # What TensorFlow's SavedModel loader may run besides ALLOWED (parser/loader_trust.py checks a
 # SavedModel's MetaGraph with it before TensorFlow loads the directory): the state a SavedModel
@@ -188,7 +191,6 @@ MutableHashTableOfTensorsV2 MutableHashTableV2
 Restore RestoreSlice RestoreV2
 TensorArrayCloseV3 TensorArrayConcatV3 TensorArrayGatherV3 TensorArrayGradV3 TensorArrayReadV3
 TensorArrayScatterV3 TensorArraySizeV3 TensorArraySplitV3 TensorArrayV3 TensorArrayWriteV3
-TensorListStack
 RngReadAndSkip RngSkip StatefulStandardNormalV2 StatefulTruncatedNormal StatefulUniform
 StatefulUniformFullInt StatefulUniformInt
 """.split())

@@ -149,6 +149,8 @@ def test_refusals_walk_every_function_and_func_attribute():
     from tf2ir.ir.onnx.trust import ALLOWED, refusals
     from tf2ir.parser.graph_view import graph_def_class
     assert {"Dawsn", "Expint", "Conv2D", "StatelessWhile", "Placeholder"} <= ALLOWED
+    # computing ops whose names look like state (a Keras LSTM's segment stacks its list)
+    assert {"TensorListStack", "TensorMapLookup", "EncodeJpegVariableQuality"} <= ALLOWED
     assert not {"WriteFile", "ReadFile", "PyFunc", "EagerPyFunc", "PyFuncStateless",
                 "ImmutableConst", "MatchingFiles", "PrintV2", "Print", "DebugIdentity",
                 "VarHandleOp", "AssignVariableOp", "InitializeTableFromTextFileV2", "SaveV2",
@@ -218,6 +220,24 @@ def test_conversion_refuses_an_unmapped_write_file(tmp_path):
     assert result.returncode == 3 and not out.exists(), result.stderr
     assert "WriteFile (1 node, e.g. 'w': reads or writes files)" in result.stderr
     assert not (tmp_path / "pwned.txt").exists()
+
+
+def test_verify_refuses_to_run_a_graph_with_file_ops_in_tensorflow(tmp_path):
+    """`verify` runs the model in TensorFlow: a frozen graph whose output waits on a
+    WriteFile by a control edge converts (the edge is dropped), and TF's run wrote the file
+    (exit 0); now verify refuses the graph before TensorFlow runs it (exit 3, one line)."""
+    pytest.importorskip("tensorflow")
+    target = tmp_path / "pwned.txt"
+    pb = tmp_path / "w.pbtxt"
+    pb.write_text(_write_file(str(target)).replace(
+        'op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }',
+        'op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "shape" value { shape { dim { size: 2 } } } }'))
+    result = run_cli("verify", str(pb))
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 3, result.stderr
+    assert len(lines) == 1 and "WriteFile" in lines[0] and "verify would run" in lines[0]
+    assert not target.exists()
 
 
 # -- finding 13: a segment's inputs and outputs ----------------------------------------------
