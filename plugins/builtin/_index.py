@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'ca636646edd2c5e397d79e9a7741a7bacfcc85ab'
+FINGERPRINT = '97ba51c3ddb2dfb904bde401339c5031c7450c28'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -28,7 +28,7 @@ SOURCES = {
     'opp/detection.py': 16081, 'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663,
     'opp/fusion.py': 6043, 'opp/image.py': 12521, 'opp/imageops.py': 10771,
     'opp/indexing.py': 13990, 'opp/inputs.py': 1988, 'opp/linalg.py': 20478, 'opp/lists.py': 17071,
-    'opp/logical.py': 787, 'opp/lookup.py': 6533, 'opp/math.py': 8516, 'opp/matrix.py': 14774,
+    'opp/logical.py': 787, 'opp/lookup.py': 6533, 'opp/math.py': 8471, 'opp/matrix.py': 14774,
     'opp/nn.py': 5135, 'opp/norm.py': 7510, 'opp/pool.py': 7338, 'opp/quantize.py': 8403,
     'opp/ragged.py': 17343, 'opp/random.py': 16813, 'opp/reduce.py': 15731, 'opp/rnn.py': 6167,
     'opp/segment.py': 16711, 'opp/select.py': 3592, 'opp/sequences.py': 6203,

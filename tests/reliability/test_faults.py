@@ -614,7 +614,7 @@ def test_huge_or_negative_input_dims_are_a_usage_error(tiny, tmp_path, spec):
 @pytest.mark.parametrize("content, needle", [
     (b'["\xff\xfe.pb"]', "not UTF-8"),
     (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
-])
+], ids=["not-utf8", "nested-too-deeply"])   # a 200 KB id would not fit the child's environment
 def test_bad_manifests_are_one_line_usage_errors(tmp_path, content, needle):
     manifest = tmp_path / "models.json"
     manifest.write_bytes(content)
