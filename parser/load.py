@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 from typing import List, Optional, Sequence, Tuple
 
 from google.protobuf import message, text_format
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.parser.graph_view import graph_def_class
+from tf2ir.parser.model_files import open_regular
 
 
 def open_model_file(path: str) -> int:
@@ -22,15 +22,7 @@ def open_model_file(path: str) -> int:
     if os.path.isdir(path):
         raise ConversionError("is a directory; give a frozen .pb or .pbtxt (SavedModel "
                               "directories go through load_model)", model=path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise ConversionError(f"cannot read file: {exc.strerror}", model=path) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ConversionError("is not a regular file (a FIFO, socket or device); give a model "
-                              "file", model=path)
-    return fd
+    return open_regular(path, "model file", path)
 
 
 def load_graph_def(path: str):
