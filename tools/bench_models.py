@@ -151,6 +151,22 @@ def freeze_transformer(name: str, out_dir: str) -> str:
     return path
 
 
+def zoo_files(names: List[str], model_dir: str) -> List[str]:
+    """MODEL_DIR/NAME.pb for each name, frozen there first when missing: a transformer of
+    MODELS or a keras.applications model (the models the passcheck and checkagree tools run)."""
+    from tf2ir.tools.models import freeze_keras_application
+    paths = []
+    for name in names:
+        path = os.path.join(model_dir, f"{name}.pb")
+        if not os.path.exists(path):
+            if name in MODELS:
+                freeze_transformer(name, model_dir)
+            else:
+                freeze_keras_application(name, model_dir)
+        paths.append(path)
+    return paths
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.bench_models", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -214,24 +214,29 @@ def _by_type(tf_graph, names: List[str]) -> Dict[str, List[str]]:
     return found
 
 
+def _op_type_row(manager, op_type: str, count: int, example: str = "") -> OpTypeSupport:
+    """One op type's row: the plugin and IR op mapping it, the converter's own, or unsupported."""
+    from tf2ir.parser.convert import PASSTHROUGH
+    row = OpTypeSupport(op_type, count, "mapped", example=example)
+    reg = manager.lookup(op_type)
+    if reg is not None:
+        row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
+    elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
+        row.status = "converter"
+    else:
+        row.status = "unsupported"
+    return row
+
+
 # -- the dry run -----------------------------------------------------------------------------
 def _front_failed(pipeline, graph_def, model: str, exc: ConversionError) -> SupportReport:
     """The report of a graph whose front half (inlining, fusion, outputs) fails: its op types
     as loaded (every node), and the one error."""
-    from tf2ir.parser.convert import PASSTHROUGH
     from tf2ir.parser.graph_view import TfGraph
     tf_graph = TfGraph(graph_def, model)    # the front built it once: it does not fail here
     rows = []
     for op_type, names in sorted(_by_type(tf_graph, list(tf_graph.nodes)).items()):
-        row = OpTypeSupport(op_type, len(names), "mapped", example=names[0])
-        reg = pipeline.manager.lookup(op_type)
-        if reg is not None:
-            row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
-        elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
-            row.status = "converter"
-        else:
-            row.status = "unsupported"
-        rows.append(row)
+        rows.append(_op_type_row(pipeline.manager, op_type, len(names), names[0]))
     report = SupportReport(model, len(tf_graph.nodes), False, rows, [], {})
     _failed(report, exc, "front")
     report.errors = [_problem(exc, "front")]
@@ -427,7 +432,6 @@ def _lowering_problems(graph, model: str) -> List[Problem]:
 
 def _function_rows(manager, walks) -> List[OpTypeSupport]:
     """The op types of the function bodies mapped (each function once), by type."""
-    from tf2ir.parser.convert import PASSTHROUGH
     counts: Dict[str, int] = {}
     seen = set()
     for walk in walks:
@@ -441,15 +445,7 @@ def _function_rows(manager, walks) -> List[OpTypeSupport]:
             counts[op_type] = counts.get(op_type, 0) + count
     rows = []
     for op_type, count in sorted(counts.items()):
-        row = OpTypeSupport(op_type, count, "mapped")
-        reg = manager.lookup(op_type)
-        if reg is not None:
-            row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
-        elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
-            row.status = "converter"
-        else:
-            row.status = "unsupported"
-        rows.append(row)
+        rows.append(_op_type_row(manager, op_type, count))
     return rows
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence
 
 from tf2ir.ir.errors import ConversionError, ExitStatus, escape
+from tf2ir.tools.bench_models import zoo_files
 
 
 @dataclass
@@ -240,20 +241,6 @@ def summary(results: Sequence[Agreement], examples: int = 20) -> str:
 
 
 # -- the command line --------------------------------------------------------------------------
-def _zoo_files(names: Sequence[str], model_dir: str) -> List[str]:
-    from tf2ir.tools import bench_models, models
-    paths = []
-    for name in names:
-        path = os.path.join(model_dir, f"{name}.pb")
-        if not os.path.exists(path):
-            if name in bench_models.MODELS:
-                bench_models.freeze_transformer(name, model_dir)
-            else:
-                models.freeze_keras_application(name, model_dir)
-        paths.append(path)
-    return paths
-
-
 def _files(paths: Sequence[str]) -> List[Agreement]:
     results = []
     for path in paths:
@@ -285,7 +272,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from tf2ir.tools import bench_models
         os.makedirs(args.model_dir, exist_ok=True)
         names = rest or list(bench_models.MODELS) + ["MobileNetV3Small", "ResNet50"]
-        results = _files(_zoo_files(names, args.model_dir))
+        results = _files(zoo_files(names, args.model_dir))
     else:
         results = _files(args.what)
     print(summary(results, examples=1000) + f"; total {time.perf_counter() - start:.0f} s")

@@ -37,6 +37,7 @@ import onnx
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
+from tf2ir.tools.bench_models import zoo_files
 
 RTOL, ATOL = 1e-4, 1e-5      # float outputs: |after - before| <= ATOL*max(1, scale) + RTOL*|before|
 UNKNOWN_DIM = 3              # fed for a dim the model leaves open
@@ -501,20 +502,6 @@ def _check_files(paths: Sequence[str]) -> List[PassCheck]:
     return results
 
 
-def _zoo_files(names: Sequence[str], model_dir: str) -> List[str]:
-    from tf2ir.tools import bench_models, models
-    paths = []
-    for name in names:
-        path = os.path.join(model_dir, f"{name}.pb")
-        if not os.path.exists(path):
-            if name in bench_models.MODELS:
-                bench_models.freeze_transformer(name, model_dir)
-            else:
-                models.freeze_keras_application(name, model_dir)
-        paths.append(path)
-    return paths
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tf2ir.tools.passcheck",
                                      description=__doc__.split("\n\n")[0])
@@ -549,7 +536,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             from tf2ir.tools import bench_models
             os.makedirs(args.model_dir, exist_ok=True)
             names = rest or list(bench_models.MODELS) + ["MobileNetV3Small", "ResNet50"]
-            results = _check_files(_zoo_files(names, args.model_dir))
+            results = _check_files(zoo_files(names, args.model_dir))
             status = 0
         else:
             results = _check_files(args.what)
