@@ -40,10 +40,20 @@ def _equality(op_type: str, negate: bool):
             return True
         return False
 
+    def decided_at_run_time(node) -> bool:
+        """Shapes not fully known that need not broadcast: TF gives the scalar or the
+        comparison by the run-time shapes."""
+        a, b = node.inputs[0].desc, node.inputs[1].desc
+        return not node.attrs["incompatible_shape_error"] and not (
+            a.is_fully_known() and b.is_fully_known())
+
     @proto.infer
     def infer(node):
         if incompatible(node):
             return [TensorDesc("bool", ())]
+        if decided_at_run_time(node):
+            infer_broadcast(node, dtype="bool")          # the dtype checks
+            return [TensorDesc("bool", None)]             # a scalar or the broadcast shape
         return infer_broadcast(node, dtype="bool")
 
     def body(o, xs, dtype):
@@ -56,6 +66,8 @@ def _equality(op_type: str, negate: bool):
     def lower(ctx, node):
         if incompatible(node):
             ctx.emit("Identity", [ctx.constant(np.array(negate))], [ctx.output(0)])
+        elif decided_at_run_time(node):
+            _lower_checked_equality(ctx, node, negate, lower_broadcast)
         elif node.inputs[0].desc.dtype == "string":
             _lower_string_equality(ctx, node, negate)
         else:
@@ -71,6 +83,63 @@ def _equal(a, b) -> np.ndarray:
         return np.array([p == q for p, q in zip(x.reshape(-1), y.reshape(-1))],
                         bool).reshape(x.shape)
     return np.asarray(np.equal(a, b))
+
+
+class _BranchContext:
+    """The lowering context seen by an equality lowered inside an If branch: the branch's own
+    node list, the op's inputs (outer names), a fresh name for its output."""
+
+    def __init__(self, child, node, output: str):
+        self._child, self.node, self._output = child, node, output
+
+    def __getattr__(self, name):
+        return getattr(self._child, name)
+
+    def input(self, index: int) -> str:
+        return self.node.inputs[index].name
+
+    def output(self, index: int) -> str:
+        return self._output
+
+    def const_input(self, index: int):
+        return self.node.inputs[index].const_value
+
+
+def _broadcastable(ctx, a: str, b: str) -> str:
+    """A bool scalar: whether run-time shapes `a` and `b` (int64 vectors) broadcast."""
+    i64 = lambda v: ctx.constant(np.array(v, np.int64))                       # noqa: E731
+    rank = [ctx.emit("Shape", [s])[0] for s in (a, b)]
+    widest = ctx.emit("Max", rank)[0]
+    padded = [ctx.emit("Concat", [ctx.emit("Expand", [i64([1]), ctx.emit("Sub", [widest, r])[0]])[0],
+                                  s], axis=0)[0] for s, r in zip((a, b), rank)]
+    fits = ctx.emit("Or", [ctx.emit("Equal", padded)[0],
+                           ctx.emit("Or", [ctx.emit("Equal", [p, i64(1)])[0]
+                                           for p in padded])[0]])[0]
+    misfits = ctx.emit("Cast", [ctx.emit("Not", [fits])[0]], to=7)[0]
+    worst = ctx.emit("ReduceMax", [ctx.emit("Concat", [i64([0]), misfits], axis=0)[0]],
+                     keepdims=0)[0]
+    return ctx.emit("Equal", [worst, i64(0)])[0]
+
+
+def _lower_checked_equality(ctx, node, negate: bool, lower_broadcast) -> None:
+    """incompatible_shape_error=False over shapes known only at run time: an If on whether the
+    shapes broadcast, the comparison or the scalar `negate`."""
+    ok = _broadcastable(ctx, *[ctx.emit("Shape", [ctx.input(k)])[0] for k in (0, 1)])
+    out_desc = TensorDesc("bool", None)
+    branches = {}
+    for key in ("then_branch", "else_branch"):
+        child = ctx.subcontext()
+        result = child.fresh(f"{key}/y")
+        if key == "then_branch":
+            branch = _BranchContext(child, node, result)
+            if node.inputs[0].desc.dtype == "string":
+                _lower_string_equality(branch, node, negate)
+            else:
+                lower_broadcast(branch, node)
+        else:
+            child.emit("Identity", [ctx.constant(np.array(negate))], [result])
+        branches[key] = child.make_subgraph(ctx.fresh(key), [], [(result, out_desc)])
+    ctx.emit("If", [ok], [ctx.output(0)], **branches)
 
 
 def _lower_string_equality(ctx, node, negate: bool) -> None:

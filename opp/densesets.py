@@ -45,8 +45,9 @@ def _infer_dense_sets(node):
         raise ConversionError(f"set_operation {node.attrs['set_operation']!r} is not one of "
                               f"{', '.join(OPERATIONS)}")
     rank = a.rank if a.rank is not None else b.rank
-    if rank is None:
-        raise ConversionError("DenseToDenseSetOperation needs the rank of set1 or set2")
+    if rank is None:       # the sparse result's rank is the sets' run-time rank
+        return [TensorDesc("int64", (None, None)), TensorDesc(a.dtype, (None,)),
+                TensorDesc("int64", (None,))]
     if rank < 2 or b.rank not in (None, rank):
         raise ConversionError(f"set1 and set2 must have one rank of at least 2, not {a.rank} "
                               f"and {b.rank}")
@@ -82,7 +83,6 @@ def _first(o: Emitter, x: str) -> str:
 @dense_sets.lower
 def _lower_dense_sets(ctx, node):
     o = Emitter(ctx, "int64")
-    rank = node.output_desc(2).shape[0]
     a, b = _rows(o, ctx.input(0)), _rows(o, ctx.input(1))
     operation = node.attrs["set_operation"]
     if operation == "union":
@@ -98,17 +98,14 @@ def _lower_dense_sets(ctx, node):
                           sorted=1)
     counts = o.ReduceSum(o.Cast(keep, to=I64), o.c([1]), keepdims=1)               # [rows, 1]
     places = o.Unsqueeze(o.Range(o.c(0), o.Reshape(width, o.c([])), o.c(1)), o.c([0]))
-    spots = o.Transpose(o.NonZero(o.Less(places, counts)), perm=[1, 0])              # [M, 2]
+    taken = o.Less(places, counts)                                                   # [rows, n]
+    spots = o.Transpose(o.NonZero(taken), perm=[1, 0])                               # [M, 2]
     emit_cast(ctx, o.GatherND(ordered, spots), node.inputs[0].desc.dtype, ctx.output(1))
-    # the row number back into set1's leading dims
+    # the indices in set1's leading dims: the same entries, in the same (row-major) order, of
+    # the table shaped [*leading, n] (any rank, known or not)
     leading = o.Slice(o.Shape(ctx.input(0)), o.c([0]), o.c([-1]))
-    row, column = o.Gather(spots, o.c([0]), axis=1), o.Gather(spots, o.c([1]), axis=1)
-    dims = []
-    for axis in reversed(range(rank - 1)):
-        size = o.Max(o.Gather(leading, o.c([axis]), axis=0), o.c([1]))   # no rows: no spots
-        dims.append(o.Mod(row, size))
-        row = o.Div(row, size)
-    o.Concat(*reversed(dims), column, axis=1, out=ctx.output(0))
+    table = o.Reshape(taken, o.Concat(leading, width, axis=0), allowzero=1)
+    o.Transpose(o.NonZero(table), perm=[1, 0], out=ctx.output(0))
     longest = o.ReduceMax(o.Concat(o.c([0]), o.Reshape(counts, o.c([-1])), axis=0), o.c([0]),
                           keepdims=1)
     o.Concat(leading, longest, axis=0, out=ctx.output(2))

@@ -104,12 +104,24 @@ def _lower_batch_mat_mul(ctx, node):
         if desc.dtype != dtype:
             name = emit_cast(ctx, name, dtype)
         if adjoint:
-            if desc.rank is None:
-                raise ConversionError("adj_x/adj_y need operands of known rank")
-            perm = list(range(desc.rank - 2)) + [desc.rank - 1, desc.rank - 2]
-            name = ctx.emit("Transpose", [name], perm=perm)[0]
+            name = swap_last_two(ctx, name, desc.rank)
         operands.append(name)
     emit_via(ctx, "MatMul", operands, ctx.output(0), dtype, ARITHMETIC_VIA)
+
+
+def swap_last_two(ctx, x: str, rank: Optional[int]) -> str:
+    """`x` with its last two dims swapped: a Transpose where the rank is known, else x as
+    [batch, m, n] (the batch dims' product), transposed and given back its batch dims."""
+    if rank is not None:
+        return ctx.emit("Transpose", [x], perm=list(range(rank - 2)) + [rank - 1, rank - 2])[0]
+    o = Emitter(ctx, "int64")
+    shape = o.Shape(x)
+    batch_dims, rows, cols = (o.Slice(shape, o.c([0]), o.c([-2])), o.Shape(x, start=-2, end=-1),
+                              o.Shape(x, start=-1))
+    batch = o.ReduceProd(batch_dims, o.c([0]), keepdims=1)
+    flat = o.Reshape(x, o.Concat(batch, rows, cols, axis=0), allowzero=1)
+    swapped = o.Transpose(flat, perm=[0, 2, 1])
+    return o.Reshape(swapped, o.Concat(batch_dims, cols, rows, axis=0), allowzero=1)
 
 
 # -- einsum -----------------------------------------------------------------------------------
@@ -193,7 +205,10 @@ def _lower_einsum(ctx, node):
     # ones with leading size-1 dims, as broadcasting would
     spans = {i: node.inputs[i].desc.rank - len(term) + 1 for i, term in enumerate(terms)
              if "." in term and node.inputs[i].desc.rank is not None}
-    if spans and len(set(spans.values())) > 1:
+    dotted = [i for i, term in enumerate(terms) if "." in term]
+    if len(dotted) > 1 and len(spans) < len(dotted):
+        _pad_ellipses_at_run_time(ctx, terms, dotted, inputs)
+    elif spans and len(set(spans.values())) > 1:
         widest = max(spans.values())
         for i, span in spans.items():
             if span < widest:
@@ -202,6 +217,23 @@ def _lower_einsum(ctx, node):
                 inputs[i] = ctx.emit("Unsqueeze", [inputs[i], axes])[0]
     emit_via(ctx, "Einsum", inputs, ctx.output(0), dtype, ARITHMETIC_VIA,
              equation=node.attrs["equation"].replace(" ", ""))
+
+
+def _pad_ellipses_at_run_time(ctx, terms, dotted, inputs) -> None:
+    """The '...' spans of operands of unknown rank padded to the widest at run time: each
+    operand reshaped with leading 1s inserted where its '...' starts."""
+    o = Emitter(ctx, "int64")
+    shapes, spans = {}, {}
+    for i in dotted:
+        shapes[i] = o.Shape(inputs[i])
+        spans[i] = o.Sub(o.Shape(shapes[i]), o.c([len(terms[i]) - 1]))
+    widest = o.Max(*spans.values()) if len(spans) > 1 else spans[dotted[0]]
+    for i in dotted:
+        start = o.c([terms[i].index(".")])
+        ones = o.Expand(o.c([1]), o.Sub(widest, spans[i]))
+        target = o.Concat(o.Slice(shapes[i], o.c([0]), start), ones,
+                          o.Slice(shapes[i], start, o.c([2 ** 62])), axis=0)
+        inputs[i] = o.Reshape(inputs[i], target, allowzero=1)
 
 
 # -- diagonal matrices ------------------------------------------------------------------------
