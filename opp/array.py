@@ -83,7 +83,8 @@ def _infer_reshape(node):
 @reshape.lower
 def _lower_reshape(ctx, node):
     dims = const_ints(node, 1)
-    allow_zero = 1 if dims is not None and 0 in dims else None
+    # TF's 0 is a 0 (never "copy the input dim"), in a run-time target too
+    allow_zero = 1 if dims is None or 0 in dims else None
     ctx.emit("Reshape", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)], allowzero=allow_zero)
 
 
