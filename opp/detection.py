@@ -182,11 +182,12 @@ def area_weights(source: int, target: int, align: bool) -> np.ndarray:
 def _lower_area(ctx, node):
     x = node.inputs[0].desc
     height, width = _area_size(node)
-    if x.shape is None or x.shape[1] is None or x.shape[2] is None or None in (height, width):
-        raise ConversionError("ResizeArea needs the images' height and width and a constant size")
-    if min(height, width) < 1:
+    if min(d for d in (height, width, 1) if d is not None) < 1:
         raise ConversionError(f"size {[height, width]} must be positive")
     align = node.attrs["align_corners"]
+    if x.shape is None or x.shape[1] is None or x.shape[2] is None or None in (height, width):
+        _lower_area_at_run_time(ctx, align)
+        return
     rows = area_weights(x.shape[1], height, align)               # [out_h, H]
     columns = area_weights(x.shape[2], width, align).T           # [W, out_w]
     scale = 1.0 / float(_area_scale(x.shape[1], height, align) * _area_scale(x.shape[2], width, align))
@@ -195,6 +196,42 @@ def _lower_area(ctx, node):
     summed = o.MatMul(ctx.constant(rows, "area_rows"),
                       o.MatMul(nchw, ctx.constant(columns, "area_columns")))
     o.Transpose(o.Mul(summed, o.c(np.float32(scale))), perm=[0, 2, 3, 1], out=ctx.output(0))
+
+
+def _run_time_area_weights(o: Emitter, source: str, target: str, align: bool):
+    """(weights [target, source], scale) in float32 from int64 scalars: `area_weights` and
+    `_area_scale` at run time. A cell's share is its overlap with [out * scale, (out + 1) *
+    scale); the shares of cells past the edge (TF clamps them to it) go to the last cell."""
+    f32 = lambda v: o.Cast(v, to=F32)                                           # noqa: E731
+    s, t = f32(source), f32(target)
+    scale = o.Div(s, t)
+    if align:
+        one = o.c(1.0, "float32")
+        scale = o.Where(o.Greater(target, o.c(1)), o.Div(o.Sub(s, one), o.Max(o.Sub(t, one), one)),
+                        scale)
+    outs = o.Unsqueeze(f32(o.Range(o.c(0), target, o.c(1))), o.c([1]))        # [T, 1]
+    cells = o.Unsqueeze(f32(o.Range(o.c(0), source, o.c(1))), o.c([0]))       # [1, S]
+    start, stop = o.Mul(outs, scale), o.Mul(o.Add(outs, o.c(1.0, "float32")), scale)
+    zero = o.c(0.0, "float32")
+    shares = o.Max(zero, o.Sub(o.Min(o.Add(cells, o.c(1.0, "float32")), stop), o.Max(cells, start)))
+    beyond = o.Max(zero, o.Sub(stop, o.Max(s, start)))                          # [T, 1]
+    last = f32(o.Equal(cells, f32(o.Sub(source, o.c(1)))))                      # [1, S]
+    return o.Add(shares, o.Mul(beyond, last)), scale
+
+
+def _lower_area_at_run_time(ctx, align: bool) -> None:
+    """ResizeArea whose image size or target size is known at run time: the two weight
+    matrices computed from them (the constant form's arithmetic, in float32)."""
+    o = Emitter(ctx, "int64")
+    shape = o.Shape(ctx.input(0))
+    size = o.Cast(ctx.input(1), to=I64)
+    dim = lambda v, k: o.Gather(v, o.c(k), axis=0)                            # noqa: E731
+    rows, row_scale = _run_time_area_weights(o, dim(shape, 1), dim(size, 0), align)
+    columns, column_scale = _run_time_area_weights(o, dim(shape, 2), dim(size, 1), align)
+    nchw = o.Transpose(_float32_input(ctx, 0), perm=[0, 3, 1, 2])
+    summed = o.MatMul(rows, o.MatMul(nchw, o.Transpose(columns, perm=[1, 0])))
+    scale = o.Div(o.c(1.0, "float32"), o.Mul(row_scale, column_scale))
+    o.Transpose(o.Mul(summed, scale), perm=[0, 2, 3, 1], out=ctx.output(0))
 
 
 # -- max pooling with argmax -----------------------------------------------------------------------

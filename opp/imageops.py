@@ -182,9 +182,11 @@ def _infer_patches(node):
 def _lower_patches(ctx, node):
     x = node.inputs[0].desc
     channels = None if x.shape is None else x.shape[3]
-    if channels is None:
-        raise ConversionError("ExtractImagePatches needs the channel count")
     (kh, kw), strides, rates = _window(node)
+    same = node.attrs["padding"] == "SAME"
+    if channels is None or same and (x.shape[1] is None or x.shape[2] is None):
+        _lower_patches_at_run_time(ctx, node, (kh, kw), strides, rates, same)
+        return
     weights = np.zeros((kh * kw * channels, channels, kh, kw), np.float32)
     for i in range(kh):
         for j in range(kw):
@@ -193,8 +195,6 @@ def _lower_patches(ctx, node):
     nchw = ctx.emit("Transpose", [_float32_input(ctx, 0)], perm=[0, 3, 1, 2])[0]
     pads = None
     if node.attrs["padding"] == "SAME":
-        if x.shape[1] is None or x.shape[2] is None:
-            raise ConversionError("ExtractImagePatches with SAME padding needs the image size")
         pads = [0, 0, 0, 0]
         for axis, (size, k, s, r) in enumerate(zip(x.shape[1:3], (kh, kw), strides, rates)):
             total = max(0, (-(-size // s) - 1) * s + (k - 1) * r + 1 - size)
@@ -202,6 +202,38 @@ def _lower_patches(ctx, node):
     out = ctx.emit("Conv", [nchw, ctx.constant(weights, "one_hot")], strides=list(strides),
                    dilations=list(rates), pads=pads)[0]
     _finish(ctx, node, ctx.emit("Transpose", [out], perm=[0, 2, 3, 1])[0])
+
+
+def _lower_patches_at_run_time(ctx, node, kernel, strides, rates, same: bool) -> None:
+    """Channels (or, with SAME, height and width) known at run time: each channel as an image
+    of its own ([N*C, 1, H, W], padded as TF pads SAME by the run-time size), one
+    convolution with a one-hot filter per window cell, then [N, oh, ow, kh*kw, C] flattened."""
+    (kh, kw), o = kernel, Emitter(ctx, "int64")
+    nchw = o.Transpose(_float32_input(ctx, 0), perm=[0, 3, 1, 2])
+    shape = o.Shape(nchw)
+    n, c, hw = o.Shape(nchw, end=1), o.Shape(nchw, start=1, end=2), o.Shape(nchw, start=2)
+    images = o.Reshape(nchw, o.Concat(o.Mul(n, c), o.c([1]), hw, axis=0), allowzero=1)
+    if same:
+        before, after = [], []
+        for axis, (k, s, r) in enumerate(zip(kernel, strides, rates)):
+            size = o.Gather(shape, o.c([2 + axis]))
+            count = o.Div(o.Add(size, o.c([s - 1])), o.c([s]))
+            total = o.Max(o.c([0]), o.Sub(o.Add(o.Mul(o.Sub(count, o.c([1])), o.c([s])),
+                                                o.c([(k - 1) * r + 1])), size))
+            before.append(o.Div(total, o.c([2])))
+            after.append(o.Sub(total, before[-1]))
+        images = o.Pad(images, o.Concat(o.c([0, 0]), *before, o.c([0, 0]), *after, axis=0))
+    weights = np.zeros((kh * kw, 1, kh, kw), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            weights[i * kw + j, 0, i, j] = 1
+    out = o.Conv(images, ctx.constant(weights, "one_hot"), strides=list(strides),
+                 dilations=list(rates))                                     # [N*C, kh*kw, oh, ow]
+    ohw = o.Shape(out, start=2)
+    cells = o.Reshape(out, o.Concat(n, c, o.c([kh * kw]), ohw, axis=0), allowzero=1)
+    cells = o.Transpose(cells, perm=[0, 3, 4, 2, 1])                           # [N, oh, ow, kh*kw, C]
+    _finish(ctx, node, o.Reshape(cells, o.Concat(n, ohw, o.Mul(c, o.c([kh * kw])), axis=0),
+                                 allowzero=1))
 
 
 # -- non-max suppression without a score threshold -----------------------------------------------------

@@ -83,14 +83,16 @@ def test_resize_area_unknown_batch():
              extra_inputs=[[image(0, 7, 5, 2)], [image(3, 7, 5, 2)]])
 
 
-def test_resize_area_needs_image_size():
-    from tf2ir.ir import ConversionError
-    from tests.conformance.harness import convert_function
-    import tempfile
-    fn = lambda x: raw.ResizeArea(images=x, size=[3, 2])  # noqa: E731
-    with tempfile.TemporaryDirectory() as directory:
-        with pytest.raises(ConversionError, match="height and width"):
-            convert_function(fn, [spec((None, None, None, 2))], directory)
+@pytest.mark.parametrize("align", [False, True])
+def test_resize_area_of_run_time_sizes(align):
+    """Image height and width and the target size known only at run time (issue 20): the two
+    weight matrices are computed there, cells past the edge clamped to it as TF does."""
+    fn = lambda x, s: raw.ResizeArea(images=x, size=s, align_corners=align)  # noqa: E731
+    specs = [spec((None, None, None, 2)), spec((2,), "int32", name="x1")]
+    check_op(fn, [image(2, 5, 6, 2), np.int32([3, 4])], specs=specs, atol=1e-4,
+             extra_inputs=[[image(1, 7, 3, 2), np.int32([7, 9])],
+                           [image(1, 4, 4, 2), np.int32([1, 1])],
+                           [image(3, 2, 9, 2), np.int32([5, 2])]])
 
 
 def argmax_pool(ksize, strides, padding, include_batch=False, index="int64"):
