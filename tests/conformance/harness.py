@@ -12,7 +12,8 @@ docs/ops.md lists (tools/optable.py reads it).
 Three-way shape runs (issue 20): with TF2IR_CONFORMANCE_SHAPES=dims every `check_op` case runs
 again with every placeholder dimension unknown, with =rank with every argument of unknown
 rank inside the graph (`shape_variant`); TensorFlow's reference is the same function traced over the relaxed specs. A case whose
-function TensorFlow itself cannot trace over the relaxed specs is skipped ("TF refuses").
+function TensorFlow itself cannot trace over the relaxed specs is skipped ("TF refuses"); a feed
+TensorFlow's kernels refuse to run over them is not compared (the case is skipped if none runs).
 `python -m tf2ir.tools.shapes3` runs the suite these ways and counts the outcomes."""
 
 from __future__ import annotations
@@ -119,10 +120,18 @@ def check_op(fn: Callable, inputs: Sequence, *, specs: Optional[Sequence] = None
         path, _, _, _ = convert_function(fn, specs, directory, input_shapes)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
-        expected_first = None
+        expected_first, refused = None, []
         for feed in [arrays] + [[np.asarray(a) for a in more] for more in extra_inputs]:
             feed = relay(feed)
-            expected = tf.nest.flatten(reference(*[tf.constant(a) for a in feed]))
+            try:
+                expected = tf.nest.flatten(reference(*[tf.constant(a) for a in feed]))
+            except tf.errors.OpError as exc:
+                if mode == "written":
+                    raise
+                # TF's own kernels fail on the relaxed graph for this feed (an empty map_fn
+                # result whose element shape is no longer known): nothing to compare with
+                refused.append(type(exc).__name__)
+                continue
             expected = [np.asarray(e) for e in expected]
             # Placeholders keep the spec names; a spec without a name gets TF's default.
             by_name = dict(zip([s.name or f"x{i}" for i, s in enumerate(specs)], feed))
@@ -132,6 +141,9 @@ def check_op(fn: Callable, inputs: Sequence, *, specs: Optional[Sequence] = None
             for k, (want, got) in enumerate(zip(expected, actual)):
                 assert_close(want, got, atol, rtol, what=f"output {k}")
             expected_first = expected_first or expected
+        if expected_first is None:
+            import pytest
+            pytest.skip(f"TF refuses to run the {mode}-relaxed function: {refused[0]}")
         return expected_first
 
 
