@@ -71,6 +71,10 @@ def generalize(a: Shape, b: Shape) -> Shape:
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
+def shape_text(shape: Shape) -> str:
+    return "of unknown rank" if shape is None else str(list(shape))
+
+
 def _list_desc(node, index: int = 0) -> TensorDesc:
     return node.inputs[index].desc
 
@@ -291,20 +295,52 @@ element_shape = (OPS.declare("ListElementShape", "The list's element shape (-1 f
                  .attr("shape_type", "dtype", "int32"))
 
 
+# the ops that give their input list on (input 0, output 0) and the input where each op that
+# makes a list takes the element shape TF stores in it (no update later: SetItem, PushBack ...
+# only check an element against it)
+_PASS_ON = ("ListSetItem", "ListScatterInto", "ListPushBack", "ListPopBack")
+_MAKERS = {"ListEmpty": 0, "ListReserve": 0, "ListFromTensor": 1, "ListSplit": 1,
+           "ListScatter": 2}
+
+
+def stored_element_shape(node):
+    """The element shape TF keeps in the list `node` reads (ElementShape answers it, not the
+    shape its elements have): a constant array (-1 scalar for unknown rank), or None where the
+    list's maker is not in sight (a loop's input, a run-time element_shape)."""
+    value = node.inputs[0]
+    while value.producer is not None and value.producer.op_type in _PASS_ON:
+        value = value.producer.inputs[0]
+    maker = value.producer
+    if maker is None or maker.op_type not in _MAKERS:
+        return None
+    index = _MAKERS[maker.op_type]
+    given = maker.inputs[index] if index < len(maker.inputs) else None
+    if given is None:
+        return np.array(-1)
+    return None if given.const_value is None else np.asarray(given.const_value)
+
+
 @element_shape.infer
 def _infer_element_shape(node):
-    shape = _list_desc(node).shape
+    stored = stored_element_shape(node)
+    shape = _list_desc(node).shape if stored is None else (
+        None if stored.ndim == 0 else tuple(stored.reshape(-1)))
     return [TensorDesc(node.attrs["shape_type"], () if shape is None else (len(shape),))]
 
 
 @element_shape.lower
 def _lower_element_shape(ctx, node):
     shape, dtype = _list_desc(node).shape, numpy_dtype(node.attrs["shape_type"])
-    if shape is not None and None in shape:
-        raise ConversionError(f"the element shape {list(shape)} is only known at run time, "
+    stored = stored_element_shape(node)
+    if stored is not None:      # TF's answer: the shape the list was made with, as given
+        ctx.emit("Identity", [ctx.constant(stored.astype(dtype), "element_shape")],
+                 [ctx.output(0)])
+        return
+    if shape is None or None in shape:
+        raise ConversionError(f"the element shape {shape_text(shape)} is only known at run time, "
                               "where TF reads it from the list's state, which the ONNX "
                               "sequence does not keep")
-    value = np.array(-1 if shape is None else list(shape), dtype)
+    value = np.array(list(shape), dtype)
     ctx.emit("Identity", [ctx.constant(value, "element_shape")], [ctx.output(0)])
 
 

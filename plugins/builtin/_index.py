@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '22bf7650ec8be4db1065140e032dc03208037064'
+FINGERPRINT = '621e00e3721d4abd51a4d6250d59a2c1e5026041'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,18 +21,18 @@ SOURCES = {
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
     'opp/__init__.py': 280, 'opp/angles.py': 1745, 'opp/arithmetic.py': 7520,
-    'opp/array.py': 18083, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
+    'opp/array.py': 17972, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
     'opp/broadcast.py': 4205, 'opp/common.py': 19884, 'opp/compare.py': 8572,
     'opp/complexmath.py': 5146, 'opp/concat.py': 7937, 'opp/control.py': 9990,
     'opp/conv.py': 21570, 'opp/creation.py': 6130, 'opp/densesets.py': 5923,
     'opp/detection.py': 18271, 'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663,
     'opp/fusion.py': 6043, 'opp/image.py': 12521, 'opp/imageops.py': 12701,
-    'opp/indexing.py': 13990, 'opp/inputs.py': 1988, 'opp/linalg.py': 22115, 'opp/lists.py': 17071,
+    'opp/indexing.py': 13990, 'opp/inputs.py': 1988, 'opp/linalg.py': 22115, 'opp/lists.py': 18745,
     'opp/logical.py': 787, 'opp/lookup.py': 6533, 'opp/math.py': 8471, 'opp/matrix.py': 14774,
     'opp/nn.py': 5135, 'opp/norm.py': 7798, 'opp/pool.py': 7338, 'opp/quantize.py': 9104,
-    'opp/ragged.py': 19192, 'opp/random.py': 16813, 'opp/reduce.py': 16655, 'opp/rnn.py': 6167,
+    'opp/ragged.py': 19665, 'opp/random.py': 16813, 'opp/reduce.py': 16655, 'opp/rnn.py': 6167,
     'opp/segment.py': 17875, 'opp/select.py': 4288, 'opp/sequences.py': 6203,
-    'opp/setops.py': 19957, 'opp/slicing.py': 18320, 'opp/sparse.py': 14163,
+    'opp/setops.py': 22333, 'opp/slicing.py': 18932, 'opp/sparse.py': 14163,
     'opp/special.py': 18581, 'opp/spectral.py': 16163, 'opp/strings.py': 16216,
     'opp/suppression.py': 6791,
 }

@@ -173,13 +173,28 @@ def test_gather_concat_split_scatter_and_element_shape():
     check_op(fn, [rand(3, 2, 3), np.array([2, 0, 2], np.int32)])
 
 
-def test_element_shape_known_only_at_run_time_is_refused():
+def test_element_shape_is_the_one_the_list_was_made_with():
+    """TF's ElementShape answers the element_shape the list was made with, not its elements'
+    shape: -1 (unknown rank) and [-1, 3] for lists of [2, 3] slices (was [3] and [3, 3])."""
     def fn(x):
-        lst = raw.TensorListFromTensor(tensor=x, element_shape=tf.constant(-1))
+        made = [raw.TensorListFromTensor(tensor=x, element_shape=tf.constant(given))
+                for given in (-1, [-1, 3])]
+        pushed = raw.TensorListPushBack(input_handle=made[1], tensor=x[0])
+        return [raw.TensorListElementShape(input_handle=h, shape_type=tf.int32)
+                for h in (made[0], pushed)]
+
+    check_op(fn, [rand(2, 2, 3)])
+
+
+def test_element_shape_known_only_at_run_time_is_refused():
+    def fn(x, s):
+        lst = raw.TensorListReserve(element_shape=s, num_elements=2, element_dtype=tf.float32)
+        lst = raw.TensorListSetItem(input_handle=lst, index=0, item=x)
         return raw.TensorListElementShape(input_handle=lst, shape_type=tf.int32)
 
     with pytest.raises(ConversionError, match="only known at run time"):
-        check_op(fn, [rand(2, 3)], specs=[spec((None, None))])
+        check_op(fn, [rand(2, 3), np.int32([2, 3])],
+                 specs=[spec((None, None)), spec((2,), "int32", name="x1")])
 
 
 # -- map_fn, scan, foldl --------------------------------------------------------------------------
