@@ -40,7 +40,10 @@ def _infer_batch_norm(node):
     if channels is None:
         channels = (node.inputs[1].desc.shape or (None,))[0]
     stat = TensorDesc(param, (channels,))
-    descs = [x.copy()] + [stat] * 4
+    y = x.copy()
+    if y.shape is None and fmt is not None:
+        y.shape = (None,) * len(fmt)      # TF's shape function: the format's rank
+    descs = [y] + [stat] * 4
     if len(node.outputs) == 6:
         descs.append(TensorDesc(param, (0,)))
     return descs
@@ -51,8 +54,9 @@ def _lower_batch_norm(ctx, node):
     dtype, param = x.dtype, node.inputs[1].desc.dtype
     if param not in ("float32", "float64"):
         raise ConversionError(f"scale/offset/mean/variance of dtype {param} are not supported")
-    if x.rank is None:
-        raise ConversionError("the input's rank must be known")
+    if x.rank is None and x.format == "ND":
+        raise ConversionError("the input's rank or format (NHWC, NCHW, NDHWC, NCDHW) must be known")
+    # of unknown rank, x has its format's (TF's shape function checks x against data_format)
     fmt = data_layout(node, 0)
     rank, channel = len(fmt), fmt.index("C")
     np_param = np.dtype(param)

@@ -115,17 +115,19 @@ def _infer_quantize_dequantize(node):
     axis, rank = node.attrs["axis"], node.inputs[0].desc.rank
     if axis < -1:
         raise ConversionError(f"axis is {axis}: TF takes -1 (per tensor) or a dim")
-    if axis != -1:
-        if rank is None:
-            raise ConversionError("a per-axis QuantizeAndDequantize needs the input's rank")
+    if axis != -1 and rank is not None:
         normalize_axis(axis, rank)
     return same_as_input(node)
 
 
 def _per_slice(o: Emitter, node, value: str) -> str:
     """A per-channel [channels] tensor shaped to broadcast along the node's axis."""
-    rank = node.inputs[0].desc.rank
-    axis = normalize_axis(node.attrs["axis"], rank)
+    rank, axis = node.inputs[0].desc.rank, node.attrs["axis"]
+    if rank is None:        # [-1] and rank - axis - 1 ones, at run time (axis is >= 0 here)
+        ones = o.Expand(o.c([1], "int64"), o.Sub(o.Shape(o.Shape(o.ctx.input(0))),
+                                                 o.c([axis + 1], "int64")))
+        return o.Reshape(value, o.Concat(o.c([-1], "int64"), ones, axis=0))
+    axis = normalize_axis(axis, rank)
     return o.Reshape(value, o.c([-1] + [1] * (rank - axis - 1), "int64"))
 
 
@@ -137,10 +139,17 @@ def _quantize_dequantize(o: Emitter, node, x: str, low: str, high: str) -> str:
         if per_axis:
             low, high = _per_slice(o, node, low), _per_slice(o, node, high)
     elif per_axis:
-        rank = node.inputs[0].desc.rank
-        axis = normalize_axis(attrs["axis"], rank)
-        others = o.c([d for d in range(rank) if d != axis], "int64")
-        low, high = o.ReduceMin(x, others, keepdims=1), o.ReduceMax(x, others, keepdims=1)
+        rank, axis = node.inputs[0].desc.rank, attrs["axis"]
+        if rank is None:    # every dim but axis (>= 0 here), at run time
+            one = o.c(1, "int64")
+            others = o.Concat(o.Range(o.c(0, "int64"), o.c(axis, "int64"), one),
+                              o.Range(o.c(axis + 1, "int64"), o.Size(o.Shape(x)), one), axis=0)
+        else:
+            axis = normalize_axis(axis, rank)
+            others = o.c([d for d in range(rank) if d != axis], "int64")
+        # a rank-1 x has no other dims: each value is its own range
+        low, high = (o.ReduceMin(x, others, keepdims=1, noop_with_empty_axes=1),
+                     o.ReduceMax(x, others, keepdims=1, noop_with_empty_axes=1))
     else:
         low, high = o.ReduceMin(x, keepdims=0), o.ReduceMax(x, keepdims=0)
     if signed:

@@ -26,7 +26,7 @@ dense values. All lengths may be known only at run time. The lowerings share two
 
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import numpy as np
 
@@ -107,10 +107,11 @@ def _cast(ctx, name: str, dtype: str, output: str) -> None:
     ctx.emit("Cast", [name], [output], to=ONNX_DTYPES[dtype])
 
 
-def _values_rank(node, index: int) -> int:
+def _values_rank(node, index: int) -> Optional[int]:
+    """The values' rank (at least 1), None when it is known only at run time."""
     rank = node.inputs[index].desc.rank
-    if rank is None or rank < 1:
-        raise ConversionError(f"input {index} (the values) needs a known rank of at least 1")
+    if rank is not None and rank < 1:
+        raise ConversionError(f"input {index} (the values) needs a rank of at least 1")
     return rank
 
 
@@ -321,6 +322,10 @@ def _lower_to_sparse(ctx, node):
     outer = o.Concat(*[o.Unsqueeze(c, int64_constant(ctx, [1])) for c in cols], axis=1)  # [N, k+1]
     if rank == 1:
         o.Identity(outer, out=ctx.output(0))
+    elif rank is None:
+        o.Identity(_inner_product(ctx, outer, count, o.Slice(
+            dims, int64_constant(ctx, [1]), int64_constant(ctx, [INT64_MAX])), len(cols)),
+            out=ctx.output(0))
     else:   # each outer index once per inner element, with the inner coordinates
         inner_dims = o.Slice(dims, int64_constant(ctx, [1]), int64_constant(ctx, [INT64_MAX]))
         size = o.ReduceProd(inner_dims, keepdims=1)
@@ -344,6 +349,41 @@ def _lower_to_sparse(ctx, node):
                   o.Concat(int64_constant(ctx, [-1]), width, axis=0), out=ctx.output(0))
     o.Reshape(values, int64_constant(ctx, [-1]), out=ctx.output(1))
     o.Identity(_ragged_shape(ctx, splits, values), out=ctx.output(2))
+
+
+def emit_strides(ctx, dims: str) -> str:
+    """The row-major strides of 1-D int64 `dims` (of run-time length m): stride d is the
+    product of the dims after d (a masked [m, m] product)."""
+    o = Emitter(ctx, "int64")
+    steps = _position(ctx)(o.Shape(dims))
+    after = o.Greater(o.Unsqueeze(steps, int64_constant(ctx, [0])),
+                      o.Unsqueeze(steps, int64_constant(ctx, [1])))
+    return o.ReduceProd(o.Where(after, o.Unsqueeze(dims, int64_constant(ctx, [0])), o.c(1)),
+                        int64_constant(ctx, [1]), keepdims=0)
+
+
+def emit_coordinates(ctx, dims: str, strides: str) -> str:
+    """[S, m] int64: the coordinates of every element (row-major) of a tensor of 1-D `dims`
+    (a 0 dim leaves no element: the divisors are at least 1, as onnxruntime checks them all)."""
+    o = Emitter(ctx, "int64")
+    element = o.Unsqueeze(_position(ctx)(o.ReduceProd(dims, keepdims=1)), int64_constant(ctx, [1]))
+    row = int64_constant(ctx, [0])
+    return o.Mod(o.Div(element, o.Unsqueeze(o.Max(strides, o.c(1)), row)),
+                 o.Unsqueeze(o.Max(dims, o.c(1)), row))
+
+
+def _inner_product(ctx, outer: str, count: str, inner_dims: str, width: int) -> str:
+    """The [N*S, width+m] indices of `outer` ([N, width]) each followed by the coordinates of
+    every element of the m inner dims `inner_dims` (S of them, m known at run time only)."""
+    o = Emitter(ctx, "int64")
+    size, m = o.ReduceProd(inner_dims, keepdims=1), o.Shape(inner_dims)
+    inner = emit_coordinates(ctx, inner_dims, emit_strides(ctx, inner_dims))      # [S, m]
+    grid = o.Concat(count, size, axis=0)
+    wide_outer = o.Expand(o.Unsqueeze(outer, int64_constant(ctx, [1])),
+                          o.Concat(grid, int64_constant(ctx, [width]), axis=0))
+    wide_inner = o.Expand(o.Unsqueeze(inner, int64_constant(ctx, [0])), o.Concat(grid, m, axis=0))
+    return o.Reshape(o.Concat(wide_outer, wide_inner, axis=2),
+                     o.Concat(int64_constant(ctx, [-1]), o.Add(m, o.c([width])), axis=0))
 
 
 # -- refused: variant encodings ------------------------------------------------------------------

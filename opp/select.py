@@ -30,13 +30,24 @@ select = (OPS.declare("Select", "TF Select (v1): condition is a scalar, x1's sha
           .output("y"))
 
 
-def _select_rows(node) -> bool:
-    """True when a vector condition picks rows of a higher-rank x1 (raises when unknowable)."""
+def _select_rows(node):
+    """True when a vector condition picks rows of a higher-rank x1, None when the ranks cannot
+    tell now (the lowering then lays the condition along x1's leading dims at run time)."""
     cond, x = node.inputs[0].desc, node.inputs[1].desc
     if cond.rank == 1 and x.rank is None or cond.rank is None and x.rank not in (0, 1):
-        raise ConversionError("Select (v1) needs the ranks of condition and x to tell an "
-                              "elementwise condition from a row condition")
+        return None
     return cond.rank == 1 and x.rank > 1
+
+
+def emit_pad_rank(ctx, name: str, like: str) -> str:
+    """Tensor `name` reshaped to its shape followed by 1s up to the rank of tensor `like` (a
+    rank no less than its own), at run time: a TF v1 condition laid along x's leading dims."""
+    shape = ctx.emit("Shape", [name])[0]
+    missing = ctx.emit("Sub", [ctx.emit("Shape", [ctx.emit("Shape", [like])[0]])[0],
+                               ctx.emit("Shape", [shape])[0]])[0]
+    ones = ctx.emit("Expand", [ctx.constant(np.array([1], np.int64)), missing])[0]
+    target = ctx.emit("Concat", [shape, ones], axis=0)[0]
+    return ctx.emit("Reshape", [name, target], allowzero=1)[0]
 
 
 @select.infer
@@ -45,8 +56,9 @@ def _infer_select(node):
     if x.dtype != y.dtype:
         raise ConversionError(f"x1 and x2 dtypes differ: {x.dtype} and {y.dtype}")
     shape = _merge_shapes(x.shape, y.shape, "Select x1 and x2")
-    if cond.rank not in (None, 0) and shape is not None:
-        if _select_rows(node):
+    rows = _select_rows(node)
+    if cond.rank not in (None, 0) and shape is not None and rows is not None:
+        if rows:
             _merge_shapes(cond.shape, shape[:1], "Select's vector condition and x1's first dim")
         else:
             shape = _merge_shapes(cond.shape, shape, "Select condition and x1")
@@ -54,8 +66,10 @@ def _infer_select(node):
 
 
 def _select_body(o, xs, dtype):
-    cond = xs[0]
-    if _select_rows(o.ctx.node):
+    cond, rows = xs[0], _select_rows(o.ctx.node)
+    if rows is None:
+        cond = emit_pad_rank(o.ctx, cond, xs[1])
+    elif rows:
         axes = list(range(1, o.ctx.node.inputs[1].desc.rank))
         cond = o.Unsqueeze(cond, o.ctx.constant(np.array(axes, np.int64)))
     return o.Where(cond, xs[1], xs[2], out=o.out)

@@ -25,8 +25,9 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
     INT64_MAX, Emitter, broadcast_shapes, const_ints, emit_cast, int64_constant, int64_input,
-    lowering, normalize_axis, same_as_input,
+    lowering, normalize_axis, onnx_axis, same_as_input,
 )
+from tf2ir.opp.ragged import emit_coordinates, emit_strides
 
 OPS = OpSet("tf2ir.opp.setops")
 
@@ -100,9 +101,7 @@ def _unique_axis(node) -> Optional[int]:
     rank = node.inputs[0].desc.rank
     if not axis:
         return None
-    if rank is None:
-        raise ConversionError("a unique axis needs the rank of x")
-    return normalize_axis(axis[0], rank)
+    return onnx_axis(axis[0], rank)
 
 
 def _infer_unique(node):
@@ -121,23 +120,48 @@ def _infer_unique(node):
     return descs + [TensorDesc(out_idx, (None,))] if len(node.outputs) == 3 else descs
 
 
-def _unique_rows(ctx, x: str, dtype: str, axis: int, rank: int):
+def _unique_rows(ctx, x: str, dtype: str, axis: int, rank: Optional[int]):
     """The slices of x along `axis` as rows [n, k] (x's dtype), their key rows for Unique
     (a last column added: the float tag, or zeros, so that no row is empty: onnxruntime's Unique
-    aborts on empty slices), and the perm that moved `axis` first."""
-    perm = [axis] + [d for d in range(rank) if d != axis]
-    moved = x if axis == 0 else ctx.emit("Transpose", [x], perm=perm)[0]
+    aborts on empty slices), and a function writing the output from the chosen rows and their
+    count. With the rank unknown, x is seen as [before, n, after] (the products of the dims
+    around axis, at run time; a negative axis counts from the end)."""
     o = Emitter(ctx, "int64")
-    shape = o.Shape(moved)
-    rows = o.Flatten(moved, axis=1)
+    start, end = int64_constant(ctx, [0]), int64_constant(ctx, [INT64_MAX])
+    if rank is None:
+        shape, at = o.Shape(x), int64_constant(ctx, [axis])
+        after = int64_constant(ctx, [axis + 1]) if axis != -1 else end
+        cube = [o.ReduceProd(o.Slice(shape, start, at), keepdims=1), o.Gather(shape, at, axis=0),
+                o.ReduceProd(o.Slice(shape, after, end), keepdims=1)]
+        moved = o.Transpose(o.Reshape(x, o.Concat(*cube, axis=0), allowzero=1), perm=[1, 0, 2])
+        rows = o.Reshape(moved, o.Concat(cube[1], o.Mul(cube[0], cube[2]), axis=0), allowzero=1)
+
+        def restore(picked, count, out):
+            back = o.Transpose(o.Reshape(picked, o.Concat(count, cube[0], cube[2], axis=0),
+                                         allowzero=1), perm=[1, 0, 2])
+            o.Reshape(back, o.Concat(o.Slice(shape, start, at), count, o.Slice(shape, after, end),
+                                     axis=0), allowzero=1, out=out)
+    else:
+        perm = [axis] + [d for d in range(rank) if d != axis]
+        moved = x if axis == 0 else ctx.emit("Transpose", [x], perm=perm)[0]
+        shape = o.Shape(moved)
+        rows = o.Flatten(moved, axis=1)
+
+        def restore(picked, count, out):
+            dims = o.Concat(count, o.Slice(shape, int64_constant(ctx, [1]), end), axis=0)
+            if axis == 0:
+                o.Reshape(picked, dims, allowzero=1, out=out)
+            else:
+                o.Transpose(o.Reshape(picked, dims, allowzero=1),
+                            perm=[perm.index(d) for d in range(rank)], out=out)
     if dtype in FLOAT_TYPES:
-        return rows, float_rows(ctx, rows, dtype), perm, shape
+        return rows, float_rows(ctx, rows, dtype), restore
     key = rows if dtype in UNIQUE_KERNELS else emit_cast(ctx, rows, UNIQUE_VIA[dtype])
     key_dtype = dtype if dtype in UNIQUE_KERNELS else UNIQUE_VIA[dtype]
-    pad_shape = o.Concat(o.Slice(shape, int64_constant(ctx, [0]), int64_constant(ctx, [1])),
+    pad_shape = o.Concat(o.Slice(o.Shape(rows), start, int64_constant(ctx, [1])),
                          int64_constant(ctx, [1]), axis=0)
     pad = np.array([[""]], object) if dtype == "string" else np.zeros((1, 1), numpy_dtype(key_dtype))
-    return rows, o.Concat(key, o.Expand(ctx.constant(pad), pad_shape), axis=1), perm, shape
+    return rows, o.Concat(key, o.Expand(ctx.constant(pad), pad_shape), axis=1), restore
 
 
 def _lower_unique(ctx, node):
@@ -157,18 +181,12 @@ def _lower_unique(ctx, node):
         else:
             ctx.emit("Identity", [names[0]], [ctx.output(0)])
     else:
-        rows, key, perm, shape = _unique_rows(ctx, x, dtype, axis, rank)
+        rows, key, restore = _unique_rows(ctx, x, dtype, axis, rank)
         ctx.emit("Unique", [key], names, sorted=0, axis=0)
         o = Emitter(ctx, "int64")
         # GatherND: onnxruntime's Gather copies only the first string of each string slice
         picked = o.GatherND(rows, o.Unsqueeze(names[1], int64_constant(ctx, [1])))
-        dims = o.Concat(o.Shape(names[1]), o.Slice(shape, int64_constant(ctx, [1]),
-                                                    int64_constant(ctx, [rank])), axis=0)
-        inverse = [perm.index(d) for d in range(rank)]
-        if axis == 0:
-            o.Reshape(picked, dims, allowzero=1, out=ctx.output(0))
-        else:
-            o.Transpose(o.Reshape(picked, dims, allowzero=1), perm=inverse, out=ctx.output(0))
+        restore(picked, o.Shape(names[1]), ctx.output(0))
     for port, name in ((1, names[2]), (2, names[3]))[:len(node.outputs) - 1]:
         emit_cast(ctx, name, node.attrs["out_idx"], ctx.output(port))
 
@@ -297,7 +315,7 @@ def _roll_pairs(ctx, node) -> List[Tuple[int, object]]:
                            o.c(shift) if isinstance(shift, int) else shift))
         return sorted(summed.items(), key=lambda pair: pair[0])
     if rank is None:
-        raise ConversionError("Roll with a run-time axis needs the rank of x")
+        return None
     axis = o.Reshape(int64_input(ctx, 2), int64_constant(ctx, [-1]))
     axis = o.Where(o.Less(axis, o.c(0)), o.Add(axis, o.c(rank)), axis)
     shift = o.Reshape(int64_input(ctx, 1), int64_constant(ctx, [-1]))
@@ -308,11 +326,33 @@ def _roll_pairs(ctx, node) -> List[Tuple[int, object]]:
 @roll.lower
 def _lower_roll(ctx, node):
     shape = node.inputs[0].desc.shape
-    x = ctx.input(0)
-    for axis, shift in _roll_pairs(ctx, node):
+    x, pairs = ctx.input(0), _roll_pairs(ctx, node)
+    if pairs is None:
+        _roll_any_rank(ctx)
+        return
+    for axis, shift in pairs:
         size = shape[axis] if shape is not None and axis >= 0 else None
         x = _roll_one(ctx, x, axis, shift, size)
     ctx.emit("Identity", [x], [ctx.output(0)])
+
+
+def _roll_any_rank(ctx) -> None:
+    """Roll of x of unknown rank along run-time axes: each output element's source is its
+    coordinates minus the dim's summed shift (mod the dim), gathered from the flat x."""
+    o = Emitter(ctx, "int64")
+    x, column = ctx.input(0), int64_constant(ctx, [1])
+    dims, flat = o.Shape(ctx.input(0)), int64_constant(ctx, [-1])
+    axis = o.Reshape(int64_input(ctx, 2), flat)
+    axis = o.Where(o.Less(axis, o.c(0)), o.Add(axis, o.Shape(dims)), axis)       # [k]
+    steps = o.Range(o.c(0), o.Size(dims), o.c(1))
+    hit = o.Equal(o.Unsqueeze(axis, int64_constant(ctx, [0])), o.Unsqueeze(steps, column))
+    shift = o.ReduceSum(o.Where(hit, o.Unsqueeze(o.Reshape(int64_input(ctx, 1), flat),
+                                                 int64_constant(ctx, [0])), o.c(0)),
+                        column, keepdims=0)                                           # [rank]
+    strides = emit_strides(ctx, dims)
+    source = o.Mod(o.Sub(emit_coordinates(ctx, dims, strides), shift), o.Max(dims, o.c(1)))
+    index = o.ReduceSum(o.Mul(source, strides), column, keepdims=0)
+    o.Reshape(o.Gather(o.Reshape(x, flat), index, axis=0), dims, allowzero=1, out=ctx.output(0))
 
 
 # -- cross product -------------------------------------------------------------------------------

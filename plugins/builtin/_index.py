@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '621e00e3721d4abd51a4d6250d59a2c1e5026041'
+FINGERPRINT = '80fc9b79af3ebcf52a9e7d693bc5ebf9938c0dba'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -32,7 +32,7 @@ SOURCES = {
     'opp/nn.py': 5135, 'opp/norm.py': 7798, 'opp/pool.py': 7338, 'opp/quantize.py': 9104,
     'opp/ragged.py': 19665, 'opp/random.py': 16813, 'opp/reduce.py': 16655, 'opp/rnn.py': 6167,
     'opp/segment.py': 17875, 'opp/select.py': 4288, 'opp/sequences.py': 6203,
-    'opp/setops.py': 22333, 'opp/slicing.py': 18932, 'opp/sparse.py': 14163,
+    'opp/setops.py': 22333, 'opp/slicing.py': 20454, 'opp/sparse.py': 14163,
     'opp/special.py': 18581, 'opp/spectral.py': 16163, 'opp/strings.py': 16216,
     'opp/suppression.py': 6791,
 }

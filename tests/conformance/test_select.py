@@ -62,13 +62,21 @@ def test_user_errors_are_conversion_errors(op_type, operands, message):
         single_op_graph(op_type, [TensorDesc(dtype, shape) for shape, dtype in operands])
 
 
-def test_select_v1_vector_condition_needs_the_rank_of_x():
-    from tf2ir.ir import ConversionError, TensorDesc
+def test_select_v1_condition_of_ranks_known_only_at_run_time():
+    """With x's rank unknown, a vector condition is laid along x's leading dim at run time
+    (issue 20): rows, elementwise and scalar conditions from one model."""
+    import onnxruntime as ort
+    from tf2ir.ir import TensorDesc
     from tf2ir.ir.onnx.compile import compile_to_model
-    g, node = single_op_graph("Select", [TensorDesc("bool", (None,)), TensorDesc("float32", None),
+    g, node = single_op_graph("Select", [TensorDesc("bool", None), TensorDesc("float32", None),
                                          TensorDesc("float32", None)])
-    with pytest.raises(ConversionError, match="ranks of condition and x"):
-        compile_to_model(g)
+    session = ort.InferenceSession(compile_to_model(g).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    x, y = rand(3, 2, 2), rand(3, 2, 2)
+    for cond in (np.array([True, False, True]), rand(3, 2, 2, dtype="bool"), np.array(False)):
+        rows = cond.reshape(cond.shape + (1,) * (3 - cond.ndim))
+        got, = session.run(None, {"in0": cond, "in1": x, "in2": y})
+        np.testing.assert_array_equal(got, np.where(rows, x, y))
 
 
 def test_symbolic_shapes_are_inferred():
