@@ -31,11 +31,26 @@ from tf2ir.opp.common import emit_cast, int64_constant, int64_input
 OPS = OpSet("tf2ir.opp.sparse")
 
 
-def _rank(node, index: int) -> int:
-    shape = node.inputs[index].desc.shape
-    if shape is None or len(shape) != 1 or shape[0] is None:
-        raise ConversionError(f"input {index} must be a vector of known length")
-    return shape[0]
+def _length_vector(ctx, index: int) -> str:
+    """The length of vector input `index` (a dense shape: the rank) as a 1-element int64
+    tensor: a constant where known, else read at run time."""
+    shape = ctx.node.inputs[index].desc.shape
+    if shape is not None and len(shape) != 1:
+        raise ConversionError(f"input {index} must be a vector, not of rank {len(shape)}")
+    if shape is not None and shape[0] is not None:
+        return int64_constant(ctx, [shape[0]])
+    return ctx.emit("Shape", [ctx.emit("Reshape", [ctx.input(index), int64_constant(ctx, [-1])])[0]])[0]
+
+
+def _rows_of(ctx, index: int, data: int) -> str:
+    """Input `data` as rows: its dims after those of input `index` kept, the leading ones
+    (index's dims, of a rank known at run time only too) joined into one."""
+    lead = ctx.emit("Shape", [ctx.input(index)])[0]
+    rest = ctx.emit("Slice", [ctx.emit("Shape", [ctx.input(data)])[0], ctx.emit("Shape", [lead])[0],
+                              int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
+    count = ctx.emit("ReduceProd", [lead], keepdims=1)[0]
+    target = ctx.emit("Concat", [count, rest], axis=0)[0]
+    return ctx.emit("Reshape", [ctx.input(data), target], allowzero=1)[0], rest
 
 
 def _product(ctx, shape: str, start: int, stop: int) -> str:
@@ -78,9 +93,9 @@ def _infer_sparse_to_dense(node):
 
 @sparse_to_dense.lower
 def _lower_sparse_to_dense(ctx, node):
-    rank = _rank(node, 1)
     shape = int64_input(ctx, 1)
-    indices = ctx.emit("Reshape", [int64_input(ctx, 0), int64_constant(ctx, [-1, rank])])[0]
+    rows = ctx.emit("Concat", [int64_constant(ctx, [-1]), _length_vector(ctx, 1)], axis=0)[0]
+    indices = ctx.emit("Reshape", [int64_input(ctx, 0), rows])[0]
     count = ctx.emit("Slice", [ctx.emit("Shape", [indices])[0], int64_constant(ctx, [0]),
                                int64_constant(ctx, [1])])[0]
     values = ctx.emit("Expand", [ctx.input(2), count])[0]   # a scalar value serves every index
@@ -150,7 +165,7 @@ def _infer_fill_empty_rows(node):
 
 @fill_empty_rows.lower
 def _lower_fill_empty_rows(ctx, node):
-    rank = _rank(node, 2)
+    rank = _length_vector(ctx, 2)                                                 # [1]
     one, zero = int64_constant(ctx, [1]), int64_constant(ctx, [0])
     indices, values = ctx.input(0), ctx.input(1)
     rows = ctx.emit("Slice", [ctx.input(2), zero, one])[0]                       # [1]
@@ -178,13 +193,12 @@ def _lower_fill_empty_rows(ctx, node):
     ctx.emit("ScatterND", [out_values, slots, values], [ctx.output(1)])
     empty_rows = ctx.emit("Squeeze", [ctx.emit("NonZero", [empty])[0], zero])[0]   # [E]
     filled = ctx.emit("Unsqueeze", [empty_rows, one])[0]                            # [E, 1]
-    if rank > 1:
-        pad = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
-            "Concat", [ctx.emit("Shape", [empty_rows])[0], int64_constant(ctx, [rank - 1])],
-            axis=0)[0]])[0]
-        filled = ctx.emit("Concat", [filled, pad], axis=1)[0]
+    pad = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
+        "Concat", [ctx.emit("Shape", [empty_rows])[0], ctx.emit("Sub", [rank, one])[0]],
+        axis=0)[0]])[0]                                                          # [E, rank-1]
+    filled = ctx.emit("Concat", [filled, pad], axis=1)[0]
     base = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
-        "Concat", [total, int64_constant(ctx, [rank])], axis=0)[0]])[0]
+        "Concat", [total, rank], axis=0)[0]])[0]
     placed = ctx.emit("ScatterND", [base, slots, indices])[0]
     at = ctx.emit("Unsqueeze", [ctx.emit("Gather", [starts, empty_rows])[0], one])[0]
     ctx.emit("ScatterND", [placed, at, filled], [ctx.output(0)])
@@ -210,16 +224,9 @@ def _infer_dynamic_partition(node):
 
 @dynamic_partition.lower
 def _lower_dynamic_partition(ctx, node):
-    parts_rank = node.inputs[1].desc.rank
-    if parts_rank is None:
-        raise ConversionError("DynamicPartition needs the rank of its partitions")
     data, parts = ctx.input(0), ctx.input(1)
-    if parts_rank != 1:   # flatten the partition dims of both
-        data_shape = ctx.emit("Shape", [data])[0]
-        rest = ctx.emit("Slice", [data_shape, int64_constant(ctx, [parts_rank]),
-                                  int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
-        data = ctx.emit("Reshape", [data, ctx.emit(
-            "Concat", [int64_constant(ctx, [-1]), rest], axis=0)[0]])[0]
+    if node.inputs[1].desc.rank != 1:   # flatten the partition dims of both
+        data, _ = _rows_of(ctx, 1, 0)
         parts = ctx.emit("Reshape", [parts, int64_constant(ctx, [-1])])[0]
     for i in range(node.attrs["num_partitions"]):
         chosen = ctx.emit("Equal", [parts, ctx.constant(np.array([i], np.int32))])[0]
@@ -249,15 +256,9 @@ def _lower_dynamic_stitch(ctx, node):
     n = node.attrs["N"]
     indices, rows = [], []
     for m in range(n):
-        index_rank = node.inputs[m].desc.rank
-        if index_rank is None:
-            raise ConversionError(f"DynamicStitch needs the rank of indices {m}")
         flat = ctx.emit("Reshape", [int64_input(ctx, m), int64_constant(ctx, [-1])])[0]
-        data_shape = ctx.emit("Shape", [ctx.input(n + m)])[0]
-        rest = ctx.emit("Slice", [data_shape, int64_constant(ctx, [index_rank]),
-                                  int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
-        rows.append(ctx.emit("Reshape", [ctx.input(n + m), ctx.emit(
-            "Concat", [int64_constant(ctx, [-1]), rest], axis=0)[0]])[0])
+        data, rest = _rows_of(ctx, m, n + m)
+        rows.append(data)
         indices.append(flat)
         row_shape = rest
     index = indices[0] if n == 1 else ctx.emit("Concat", indices, axis=0)[0]
