@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'a10cce8b27a71456bed082003009eefcc88211be'
+FINGERPRINT = '4c794831a8055098e169524d0f2a4fb5dfb27191'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,7 +21,7 @@ SOURCES = {
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
     'opp/__init__.py': 280, 'opp/angles.py': 1745, 'opp/arithmetic.py': 7520,
-    'opp/array.py': 18520, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
+    'opp/array.py': 18735, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
     'opp/broadcast.py': 4205, 'opp/common.py': 19884, 'opp/compare.py': 8572,
     'opp/complexmath.py': 5146, 'opp/concat.py': 7937, 'opp/control.py': 9990,
     'opp/conv.py': 21570, 'opp/creation.py': 6130, 'opp/densesets.py': 5923,
@@ -33,7 +33,7 @@ SOURCES = {
     'opp/ragged.py': 19665, 'opp/random.py': 16813, 'opp/reduce.py': 16655, 'opp/rnn.py': 6167,
     'opp/segment.py': 18123, 'opp/select.py': 4288, 'opp/sequences.py': 6203,
     'opp/setops.py': 22333, 'opp/slicing.py': 20454, 'opp/sparse.py': 14370,
-    'opp/special.py': 18581, 'opp/spectral.py': 18266, 'opp/strings.py': 16216,
+    'opp/special.py': 18581, 'opp/spectral.py': 18544, 'opp/strings.py': 16216,
     'opp/suppression.py': 6791,
 }
 
