@@ -101,6 +101,7 @@ def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
         if declared % 100 != dtype:
             raise ConversionError(f"checkpoint entry '{key}' has dtype {dtype}, the variable "
                                   f"{declared}", model=path, node=node.name, op_type=node.op)
+        _check_declared_shape(node, key, shape, path)
         mapped = value.dtype != object and value.nbytes >= mapped_graph.MAPPED_MIN_BYTES > 0
         variables[node.name] = Variable(dtype, shape, value, mapped)
     for node in needed_tables:
@@ -115,6 +116,19 @@ def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
     if mapped:
         graph_def = MappedGraphDef(graph_def, mapped)
     return graph_def, input_names, output_names
+
+
+def _check_declared_shape(node, key: str, shape, path: str) -> None:
+    """The checkpoint entry's shape must be the variable's declared one where that is known
+    (TensorFlow's restore refuses a checkpoint whose shape the variable cannot take)."""
+    declared = node.attr["shape"].shape if "shape" in node.attr else None
+    if declared is None or declared.unknown_rank:
+        return
+    dims = [d.size for d in declared.dim]
+    if len(dims) != len(shape) or any(d >= 0 and d != s for d, s in zip(dims, shape)):
+        raise ConversionError(f"checkpoint entry '{key}' has shape {list(shape)}; the variable "
+                              f"is declared {['?' if d < 0 else d for d in dims]}",
+                              model=path, node=node.name, op_type=node.op)
 
 
 def _prune_library(graph_def) -> None:

@@ -129,7 +129,8 @@ def _parse_yaml(path: str, text: str) -> Any:
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise _usage(f"not a valid YAML manifest: {_cut(first)}", path) from None
-    except (ValueError, TypeError, OverflowError) as exc:   # a constructor: bad date, huge int
+    except (ValueError, TypeError, OverflowError, LookupError) as exc:
+        # a constructor's own error: a bad date, a huge int, an empty `!!float` (IndexError)
         raise _usage(f"not a valid YAML manifest: {type(exc).__name__}: {_cut(str(exc))}",
                      path) from None
 

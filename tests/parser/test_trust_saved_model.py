@@ -273,6 +273,16 @@ def test_bad_checkpoint_entries_are_one_line(case, saved, tmp_path):
     _refused(saved, tmp_path, 1, needle, KEY, "node 'Variable'", reader="native")
 
 
+@pytest.mark.parametrize("dims", [(3, 4), (12,), (1, 4, 3)])
+def test_an_entry_shaped_unlike_its_variable_is_refused(dims, saved, tmp_path):
+    """The same 12 weights under other dims (the index's checksum still holds: it covers the
+    bytes) converted to a model of another shape, or a wrong one (the savedmodel fuzz kind:
+    silent corruption); TensorFlow's restore refuses the shape, and so does tf2ir."""
+    _mutate_entry(saved, KEY, _dims(*dims))
+    _refused(saved, tmp_path, 1, f"has shape {list(dims)}", "the variable is declared [4, 3]",
+             KEY, reader="native")
+
+
 @pytest.mark.parametrize("change,needle", [
     (_dims(1 << 40, 1 << 40), "too large"), (_dims(*[1] * 70), "too large"),
     (lambda e: setattr(e.shape, "unknown_rank", True), "unknown rank"),

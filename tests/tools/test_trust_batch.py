@@ -162,6 +162,16 @@ def test_yaml_without_aliases_still_reads(workspace, capsys):
     assert status == 2 and '"output" must be a string, not an int 5' in one_error_line(err)
 
 
+@pytest.mark.parametrize("text", ["- {path: a.pb, output: !!float }\n",
+                                  "- {path: a.pb, output: !!float ''}\n"])
+def test_a_yaml_constructor_error_is_a_usage_error(workspace, capsys, text):
+    """PyYAML's float constructor indexes an empty scalar (IndexError: 'internal error',
+    found by the manifest fuzz kind); any constructor's failure is one usage line."""
+    pytest.importorskip("yaml")
+    status, err = run_manifest(workspace, capsys, text, name="m.yml")
+    assert status == 2 and "not a valid YAML manifest: IndexError" in one_error_line(err)
+
+
 def test_a_manifest_value_is_never_shown_whole(workspace, capsys):
     status, err = run_manifest(workspace, capsys, [{"path": "models/tiny.pbtxt",
                                                     "inputs": [["x" * 1000] * 1000]}])
