@@ -166,7 +166,7 @@ class GraphBuilder:
             fdef.ret[key] = ref
 
     def serialize(self) -> bytes:
-        return self.graph.SerializeToString()
+        return self.graph.SerializeToString(deterministic=True)
 
 
 F, I32, I64, BOOL = "float32", "int32", "int64", "bool"
@@ -560,7 +560,7 @@ def build_corpus(manager=None, extra: Sequence[str] = (), kinds: Sequence[str] =
         if path.endswith(".pbtxt"):
             graph_def = graph_pb2.GraphDef()
             text_format.Parse(data.decode("utf-8"), graph_def)
-            data = graph_def.SerializeToString()
+            data = graph_def.SerializeToString(deterministic=True)
         graphs.append((os.path.basename(path), data))
     pipeline = Pipeline(manager)
     irs = []

@@ -510,7 +510,7 @@ def mutate_graph_def(data: bytes, rng: random.Random, corpus: Corpus,
                 ops.append("proto:splice")
         elif choice == 14:
             i, j = rng.randrange(len(nodes)), rng.randrange(len(nodes))
-            a, b = nodes[i].SerializeToString(), nodes[j].SerializeToString()
+            a, b = nodes[i].SerializeToString(deterministic=True), nodes[j].SerializeToString(deterministic=True)
             nodes[i].ParseFromString(b)
             nodes[j].ParseFromString(a)
             ops.append("proto:swap")
@@ -520,7 +520,7 @@ def mutate_graph_def(data: bytes, rng: random.Random, corpus: Corpus,
             ops.append("proto:noise")
     if rng.random() < 0.3:
         ops.append("as:pb")
-        return {".pb": graph_def.SerializeToString()}
+        return {".pb": graph_def.SerializeToString(deterministic=True)}
     text = text_format.MessageToString(graph_def)
     if rng.random() < 0.15:
         lines = text.split("\n")

@@ -242,7 +242,7 @@ def _mutate_assets(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
                 node.attr["value"].tensor.string_val[:] = [name.encode("utf-8", "replace")]
                 changed += 1
     try:
-        return message.SerializeToString(), f"assets:{name[:40]!r}x{changed}"
+        return message.SerializeToString(deterministic=True), f"assets:{name[:40]!r}x{changed}"
     except Exception:
         return data, "assets:unserializable"
 
@@ -348,7 +348,7 @@ def _mutate_entry(value: bytes, rng: random.Random, header: bool) -> Tuple[bytes
     if header:
         field = rng.choice(("num_shards", "endianness"))
         setattr(message, field, rng.choice((0, -1, 1, 2, 99999, 2 ** 31 - 1)))
-        return message.SerializeToString(), f"header.{field}"
+        return message.SerializeToString(deterministic=True), f"header.{field}"
     what = rng.choice(("dim", "dim", "dims", "dtype", "offset", "size", "shard", "crc", "slices"))
     if what == "dim" and message.shape.dim:
         rng.choice(message.shape.dim).size = rng.choice(BAD_DIMS)
@@ -368,7 +368,7 @@ def _mutate_entry(value: bytes, rng: random.Random, header: bool) -> Tuple[bytes
         message.crc32c = rng.randrange(1 << 32)
     else:
         message.slices.append(bytes(rng.randrange(256) for _ in range(rng.randrange(12))))
-    return message.SerializeToString(), f"entry.{what}"
+    return message.SerializeToString(deterministic=True), f"entry.{what}"
 
 
 def mutate_index_entries(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
@@ -424,7 +424,7 @@ def mutate_saved_model_structure(data: bytes, rng: random.Random, corpus, ops: L
     choice = rng.randrange(3)
     if choice == 0:
         sub: List[str] = []
-        out = mutate_graph_def(meta.graph_def.SerializeToString(), rng, corpus, sub)
+        out = mutate_graph_def(meta.graph_def.SerializeToString(deterministic=True), rng, corpus, sub)
         try:
             if ".pb" in out:
                 meta.graph_def.ParseFromString(out[".pb"])
@@ -459,7 +459,7 @@ def mutate_saved_model_structure(data: bytes, rng: random.Random, corpus, ops: L
                                 info.name.split(":")[0] + ":99", info.name + ":0"))
         ops.append("struct:signature")
     try:
-        return message.SerializeToString()
+        return message.SerializeToString(deterministic=True)
     except Exception:
         ops.append("struct:unserializable")
         return data

@@ -122,6 +122,19 @@ def test_cases_are_reproducible_from_the_seed():
         assert piece in texts, piece
 
 
+def test_cases_are_the_same_in_another_process():
+    """The corpus's GraphDefs are serialized deterministically: protobuf writes map fields
+    (node attributes) in an order of its own per process, so the same seed gave other pb and
+    pbtxt cases in another run and a reproducer's seed and index did not name its case."""
+    script = ("import hashlib, sys; from tf2ir.tools import fuzz; c = fuzz.build_corpus(); "
+              "print(hashlib.sha256(repr([fuzz.make_case(c, k, i, 7).files "
+              "for k in ('pb', 'pbtxt', 'ir') for i in range(30)]).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}
+                              ).stdout.strip() for seed in (1, 2)}
+    assert len(digests) == 1, digests
+
+
 # -- the harness classifies ----------------------------------------------------------------------
 def _bad_onnx(path: str) -> None:
     import onnx
