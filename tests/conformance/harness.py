@@ -177,6 +177,20 @@ def shape_variant(fn: Callable, specs: Sequence, mode: str):
     return reshaped, relaxed, relay
 
 
+def relaxed(fn: Callable, specs: Sequence):
+    """(function, specs, feed relay, TF reference) of a case in this run's shape mode, the case
+    counted as a check_op call for tools/shapes3: the conformance helpers that run their models
+    their own way (through tf2ir.InferenceSession: the string and lookup-table families) relax
+    their cases with it, as check_op does."""
+    import tensorflow as tf
+    mode = shape_mode()
+    CHECK_OP_CALLS.append(mode)
+    if mode == "written":
+        return fn, specs, (lambda feed: feed), tf.function(fn)
+    fn, specs, relay = shape_variant(fn, specs, mode)
+    return fn, specs, relay, _relaxed_reference(fn, specs, mode)
+
+
 def _relaxed_reference(fn: Callable, specs: Sequence, mode: str):
     """TF's reference over the relaxed `specs`: the same function traced once over them. A
     function TF cannot trace that way (Python arithmetic on a static shape, an op whose shape
