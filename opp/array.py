@@ -8,8 +8,9 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
+from tf2ir.opp.spectral import COMPLEX, check_pair_outputs, pair_input
 from tf2ir.opp.common import (
-    INT64_MIN, cast_from_int64, const_ints, emit_cast, emit_dim, int64_input, normalize_axis,
+    INT64_MIN, Emitter, cast_from_int64, const_ints, emit_cast, emit_dim, int64_input, normalize_axis,
     partial_ints, same_as_input, scalar_int,
 )
 
@@ -85,7 +86,12 @@ def _lower_reshape(ctx, node):
     dims = const_ints(node, 1)
     # TF's 0 is a 0 (never "copy the input dim"), in a run-time target too
     allow_zero = 1 if dims is None or 0 in dims else None
-    ctx.emit("Reshape", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)], allowzero=allow_zero)
+    source, target = ctx.input(0), int64_input(ctx, 1)
+    if node.inputs[0].desc.dtype in COMPLEX:      # (real, imaginary) pairs: the pair dim kept
+        check_pair_outputs(node)
+        source = pair_input(ctx, node, 0)
+        target = ctx.emit("Concat", [target, ctx.constant(np.array([2], np.int64))], axis=0)[0]
+    ctx.emit("Reshape", [source, target], [ctx.output(0)], allowzero=allow_zero)
 
 
 reshape.fold(lambda node, values: [values[0].reshape([int(d) for d in values[1]])])
@@ -178,7 +184,8 @@ def _infer_transpose(node):
 def _lower_transpose(ctx, node):
     perm = const_ints(node, 1)
     if perm is None:
-        raise ConversionError("the permutation must be constant")
+        _lower_runtime_transpose(ctx)
+        return
     ctx.emit("Transpose", [ctx.input(0)], [ctx.output(0)], perm=perm)
 
 
@@ -255,7 +262,8 @@ def _lower_runtime_symmetric_pad(ctx, node):
         shape = node.inputs[1].desc.shape
         rank = shape[0] if shape is not None and len(shape) == 2 else None
     if rank is None:
-        raise ConversionError("MirrorPad with run-time paddings needs the input rank")
+        _lower_flat_symmetric_pad(ctx)
+        return
     pairs = int64_input(ctx, 1)
 
     def c(value):
@@ -279,15 +287,72 @@ def _lower_runtime_symmetric_pad(ctx, node):
         ctx.emit("Identity", [current], [ctx.output(0)])
 
 
+# -- rank-free gathers: output coordinates as rows [size, rank] ---------------------------------
+def _strides(o, dims: str) -> str:
+    """[1, rank]: per dim of the shape row `dims` ([1, rank]), the product of the dims after it."""
+    steps = o.Range(o.c(0), o.Squeeze(o.Shape(dims, start=1), o.c([0])), o.c(1))
+    later = o.Less(o.Unsqueeze(steps, o.c([1])), o.Unsqueeze(steps, o.c([0])))
+    return o.Reshape(o.ReduceProd(o.Where(later, dims, o.c(1)), o.c([1]), keepdims=0),
+                     o.c([1, -1]))
+
+
+def _coordinates(o, dims: str) -> str:
+    """[size, rank]: the coordinates of every position of a tensor of shape row `dims`."""
+    position = o.Unsqueeze(o.Range(o.c(0), o.ReduceProd(dims, keepdims=0), o.c(1)), o.c([1]))
+    return o.Mod(o.Div(position, _strides(o, dims)), dims)
+
+
+def _gather_flat(ctx, o, source: str, strides: str, out_dims: str) -> None:
+    """The op's output of shape row `out_dims`: x at the coordinate rows `source`, whose flat
+    indices are their sums times x's `strides` (a [1, rank] row)."""
+    flat = o.ReduceSum(o.Mul(source, strides), o.c([1]), keepdims=0)
+    values = o.Gather(o.Reshape(ctx.input(0), o.c([-1])), flat, axis=0)
+    o.Reshape(values, o.Reshape(out_dims, o.c([-1])), out=ctx.output(0))
+
+
+def _lower_flat_symmetric_pad(ctx):
+    """SYMMETRIC with run-time paddings and rank: every output position's coordinates map to
+    their mirrored source coordinates as above."""
+    o = Emitter(ctx, "int64")
+    pairs = o.Reshape(int64_input(ctx, 1), o.c([-1, 2]))
+    before, after = (o.Reshape(o.Gather(pairs, o.c(side), axis=1), o.c([1, -1])) for side in (0, 1))
+    dims = o.Reshape(o.Shape(ctx.input(0)), o.c([1, -1]))
+    out_dims = o.Add(o.Add(dims, before), after)
+    source = o.Sub(_coordinates(o, out_dims), before)
+    source = o.Where(o.Less(source, o.c(0)), o.Sub(o.c(-1), source), source)
+    source = o.Where(o.GreaterOrEqual(source, dims), o.Sub(o.Sub(o.Add(dims, dims), o.c(1)), source),
+                     source)
+    _gather_flat(ctx, o, source, _strides(o, dims), out_dims)
+
+
+def _lower_runtime_transpose(ctx):
+    """Transpose by a run-time permutation (ONNX's takes a constant one): output coordinate k
+    is input coordinate perm[k], so the source's flat index sums coordinates times the
+    input's strides taken in perm's order."""
+    o = Emitter(ctx, "int64")
+    perm = o.Reshape(int64_input(ctx, 1), o.c([-1]))
+    dims = o.Reshape(o.Shape(ctx.input(0)), o.c([1, -1]))
+    out_dims = o.Gather(dims, perm, axis=1)
+    _gather_flat(ctx, o, _coordinates(o, out_dims), o.Gather(_strides(o, dims), perm, axis=1),
+                 out_dims)
+
+
 # -- shape queries -------------------------------------------------------------------------
 shape_op = OPS.declare("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
     .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
 shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
 
 
+def _input_shape(ctx, node) -> str:
+    """The Shape of input 0; of a complex one, its pair's shape without the pair dim."""
+    if node.inputs[0].desc.dtype in COMPLEX:
+        return ctx.emit("Shape", [pair_input(ctx, node, 0)], end=-1)[0]
+    return ctx.emit("Shape", [ctx.input(0)])[0]
+
+
 @shape_op.lower
 def _lower_shape(ctx, node):
-    shape = ctx.emit("Shape", [ctx.input(0)])[0]
+    shape = _input_shape(ctx, node)
     cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
 
 
@@ -313,7 +378,8 @@ def _lower_size(ctx, node):
     known = shape is not None and all(d is not None for d in shape)
     if not _shape_constant(ctx, node, int(np.prod(shape)) if known else None, node.attrs["dtype"],
                            ctx.output(0)):
-        count = ctx.emit("Size", [ctx.input(0)])[0]
+        count = ctx.emit("ReduceProd", [_input_shape(ctx, node)], keepdims=0)[0] \
+            if node.inputs[0].desc.dtype in COMPLEX else ctx.emit("Size", [ctx.input(0)])[0]
         cast_from_int64(ctx, count, node.attrs["dtype"], ctx.output(0))
 
 
@@ -327,7 +393,7 @@ rank_op.infer(lambda node: [TensorDesc("int32", ())])
 def _lower_rank(ctx, node):
     rank = node.inputs[0].desc.rank
     if not _shape_constant(ctx, node, rank, "int32", ctx.output(0)):
-        count = ctx.emit("Size", [ctx.emit("Shape", [ctx.input(0)])[0]])[0]
+        count = ctx.emit("Size", [_input_shape(ctx, node)])[0]
         emit_cast(ctx, count, "int32", ctx.output(0))
 
 

@@ -245,6 +245,19 @@ def emit_dim(ctx, x: str, axis: int) -> str:
     return ctx.emit("Gather", [shape, ctx.constant(np.array(axis, np.int64))], axis=0)[0]
 
 
+def emit_along(ctx, x: str, axis: int, rank: Optional[int]) -> str:
+    """The 1-D int64 shape [1, .., -1 at `axis`, .., 1] of tensor x's rank: a Reshape target
+    that lays a vector along `axis` of x. A constant where `rank` is known; with the rank
+    unknown (None) it is built at run time, and a negative `axis` counts from the end."""
+    if rank is not None:
+        axis = normalize_axis(axis, rank)
+        return ctx.constant(np.array([-1 if i == axis else 1 for i in range(rank)], np.int64))
+    count = ctx.emit("Shape", [ctx.emit("Shape", [x])[0]])[0]
+    ones = ctx.emit("Expand", [ctx.constant(np.array([1], np.int64)), count])[0]
+    return ctx.emit("ScatterElements", [ones, ctx.constant(np.array([axis], np.int64)),
+                                        ctx.constant(np.array([-1], np.int64))], axis=0)[0]
+
+
 # onnxruntime's Where kernels; emit_where runs other dtypes in a wider one and casts back.
 _WHERE_TYPES = ("float16", "float32", "float64", "int8", "uint8", "int32", "int64")
 _WIDER = {"bool": "uint8", "bfloat16": "float32", "int16": "int32", "uint16": "int32",

@@ -14,7 +14,7 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.common import (
     ARITHMETIC_VIA, INT64_MAX, MINMAX_VIA, cast_from_int64, const_ints, emit_cast, emit_via,
-    int64_input, normalize_axis,
+    int64_constant, int64_input, normalize_axis, onnx_axis,
 )
 
 OPS = OpSet("tf2ir.opp.reduce")
@@ -111,7 +111,7 @@ def _arg_reduction(op_type: str, onnx_op: str, doc: str):
         if axis is None or len(axis) != 1:
             raise ConversionError(f"{op_type} needs a constant scalar dimension")
         x = node.inputs[0].desc
-        a = normalize_axis(axis[0], x.rank)
+        a = onnx_axis(axis[0], x.rank)      # ONNX counts a negative axis from the end too
         source = ctx.input(0)
         if x.dtype in ARG_VIA:
             source = emit_cast(ctx, source, ARG_VIA[x.dtype])
@@ -272,17 +272,28 @@ def _lower_cumprod(ctx, node):
     (exact, unlike exp(cumsum(log x)), which fails for zeros and negative entries)."""
     axis = const_ints(node, 1)
     x = node.inputs[0].desc
-    if axis is None or x.rank is None:
-        raise ConversionError("Cumprod needs a constant axis and an input of known rank")
-    a = normalize_axis(axis[0], x.rank)
+    if axis is None:
+        raise ConversionError("Cumprod needs a constant axis")
+    a = onnx_axis(axis[0], x.rank)
     dtype = ARITHMETIC_VIA.get(x.dtype, x.dtype)
     source = ctx.input(0) if dtype == x.dtype else emit_cast(ctx, ctx.input(0), dtype)
-    # the running product starts as ones shaped like one slice along the axis
     shape = ctx.emit("Shape", [source])[0]
-    before = ctx.emit("Slice", [shape, ctx.constant(np.array([0], np.int64)),
-                                ctx.constant(np.array([a], np.int64))])[0]
-    after = ctx.emit("Slice", [shape, ctx.constant(np.array([a + 1], np.int64)),
-                               ctx.constant(np.array([INT64_MAX], np.int64))])[0]
+    before = ctx.emit("Slice", [shape, int64_constant(ctx, [0]), int64_constant(ctx, [a])])[0]
+    # the dims after the axis; none after axis -1 (a + 1 == 0 would take them all)
+    after = ctx.emit("Slice", [shape, int64_constant(ctx, [a + 1 if a != -1 else INT64_MAX]),
+                               int64_constant(ctx, [INT64_MAX])])[0]
+    body_rank = None if x.rank is None else x.rank - 1
+    if x.rank is None:
+        # onnxruntime wants the rank of a Scan body's outputs: the input is scanned as
+        # [dims before the axis, the axis, dims after it], each group's product, and reshaped back
+        groups = [ctx.emit("ReduceProd", [ctx.emit("Concat", [int64_constant(ctx, [1]), dims],
+                                                   axis=0)[0]], keepdims=1)[0]
+                  for dims in (before, after)]
+        along = ctx.emit("Gather", [shape, int64_constant(ctx, [a])], axis=0)[0]
+        source = ctx.emit("Reshape", [source, ctx.emit("Concat", [groups[0], along, groups[1]],
+                                                       axis=0)[0]])[0]
+        before, after, a, body_rank = groups[0], groups[1], 1, 2
+    # the running product starts as ones shaped like one slice along the axis
     slice_shape = ctx.emit("Concat", [before, after], axis=0)[0]
     one = helper.make_tensor("one", ONNX_DTYPES[dtype], [1], [1])
     ones = ctx.emit("ConstantOfShape", [slice_shape], value=one)[0]
@@ -295,19 +306,21 @@ def _lower_cumprod(ctx, node):
     if node.attrs["exclusive"]:
         scan_source = prev
     body_nodes.append(helper.make_node("Identity", [scan_source], [emitted], name=ctx.fresh("Identity_node")))
+    dims = None if body_rank is None else [None] * body_rank
     body = helper.make_graph(
         body_nodes, ctx.fresh("cumprod_body"),
-        [helper.make_tensor_value_info(prev, elem_type, None),
-         helper.make_tensor_value_info(item, elem_type, None)],
-        [helper.make_tensor_value_info(running, elem_type, None),
-         helper.make_tensor_value_info(emitted, elem_type, None)])
+        [helper.make_tensor_value_info(name, elem_type, dims) for name in (prev, item)],
+        [helper.make_tensor_value_info(name, elem_type, dims) for name in (running, emitted)])
     direction = int(node.attrs["reverse"])
-    product = ctx.fresh("cumprod") if dtype != x.dtype else ctx.output(0)
+    product = ctx.fresh("cumprod")
     ctx.emit("Scan", [ones, source], [ctx.fresh("final"), product], body=body, num_scan_inputs=1,
              scan_input_axes=[a], scan_input_directions=[direction],
              scan_output_axes=[a], scan_output_directions=[direction])
+    if x.rank is None:
+        product = ctx.emit("Reshape", [product, shape])[0]
     if dtype != x.dtype:
-        ctx.emit("Cast", [product], [ctx.output(0)], to=ONNX_DTYPES[x.dtype])
+        product = ctx.emit("Cast", [product], to=ONNX_DTYPES[x.dtype])[0]
+    ctx.emit("Identity", [product], [ctx.output(0)])
 
 
 # -- bucketize ------------------------------------------------------------------------------

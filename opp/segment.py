@@ -206,10 +206,14 @@ def _infer_unsorted(node):
 @unsorted.lower
 def _lower_unsorted(ctx, node):
     rank = node.inputs[1].desc.rank
-    if rank is None:
-        raise ConversionError("UnsortedSegment ops need the rank of segment_ids")
+    if rank is None:        # data's dims after the ids' rank, known at run time
+        rest = ctx.emit("Slice", [ctx.emit("Shape", [ctx.input(0)])[0],
+                                  ctx.emit("Shape", [ctx.emit("Shape", [ctx.input(1)])[0]])[0],
+                                  int64_constant(ctx, [INT64_MAX])])[0]
+    else:
+        rest = _rest(ctx, ctx.input(0), rank)
     lower_segments(ctx, node, ctx.input(0), int64_input(ctx, 1), scalar_int64_input(ctx, 2),
-                   _rest(ctx, ctx.input(0), rank), empty_zero=False)
+                   rest, empty_zero=False)
 
 
 # -- sparse segments -----------------------------------------------------------------------------
@@ -254,12 +258,15 @@ bincount = OPS.declare("Bincount", "Per value v in [0, size) of arr: its count, 
                                    "weights, or with binary_output 1 where it occurs; 2-D arr "
                                    "row by row.") \
     .input("arr", INDEX_TYPES).input("size", INDEX_TYPES).input("weights", BINCOUNT_TYPES) \
-    .output("y", BINCOUNT_TYPES).attr("binary_output", "bool", False)
+    .output("y", BINCOUNT_TYPES).attr("binary_output", "bool", False) \
+    .attr("flat", "bool", False)        # TF's Bincount: arr of any rank counted as one vector
 
 
 @bincount.infer
 def _infer_bincount(node):
     arr, size = node.inputs[0].desc, const_ints(node, 1)
+    if node.attrs["flat"]:
+        return [TensorDesc(node.inputs[2].desc.dtype, (None if size is None else size[0],))]
     if arr.rank not in (None, 1, 2):
         raise ConversionError(f"Bincount takes 1-D or 2-D input, not rank {arr.rank}")
     dtype = node.inputs[2].desc.dtype
@@ -276,7 +283,7 @@ def _bincount_updates(ctx, node, values: str, work: str) -> str:
     weights = node.inputs[2].desc
     if node.attrs["binary_output"] or (weights.shape is not None and 0 in weights.shape):
         return ones
-    if weights.shape is not None and None not in weights.shape:
+    if weights.shape is not None and None not in weights.shape and not node.attrs["flat"]:
         return ctx.input(2)
     o = Emitter(ctx, "int64")
     flat = [o.Reshape(name, int64_constant(ctx, [-1])) for name in (ctx.input(2), ones)]
@@ -287,14 +294,27 @@ def _bincount_updates(ctx, node, values: str, work: str) -> str:
 
 @bincount.lower
 def _lower_bincount(ctx, node):
-    rank = node.inputs[0].desc.rank
-    if rank not in (1, 2):
-        raise ConversionError(f"Bincount needs the input rank (1 or 2), not {rank}")
+    rank = 1 if node.attrs["flat"] else node.inputs[0].desc.rank
+    if rank not in (None, 1, 2):
+        raise ConversionError(f"Bincount takes 1-D or 2-D input, not rank {rank}")
     dtype = node.output_desc(0).dtype
     values, size = int64_input(ctx, 0), scalar_int64_input(ctx, 1)
     o = Emitter(ctx, "int64")
+    if node.attrs["flat"]:
+        values = o.Reshape(values, int64_constant(ctx, [-1]))
     updates = _bincount_updates(ctx, node, values, dtype)
     reduction = "max" if node.attrs["binary_output"] else "add"
+    shape = None
+    if rank is None:
+        # 1-D or 2-D at run time: binned as rows ([1, n] or [rows, n]), the result reshaped
+        # to the input's leading dims (none or [rows]) followed by size
+        shape = o.Shape(values)
+        lead = o.Slice(shape, int64_constant(ctx, [0]), int64_constant(ctx, [-1]))
+        rows = o.ReduceProd(o.Concat(int64_constant(ctx, [1]), lead, axis=0), keepdims=1)
+        last = o.Slice(shape, int64_constant(ctx, [-1]), int64_constant(ctx, [INT64_MAX]))
+        values = o.Reshape(values, o.Concat(rows, last, axis=0))
+        updates = ctx.emit("Reshape", [updates, o.Shape(values)])[0]
+        shape = o.Concat(lead, o.Reshape(size, int64_constant(ctx, [1])), axis=0)
     if rank == 1:
         _finish(ctx, segment_scatter(ctx, updates, values, size, int64_constant(ctx, []), dtype,
                                      reduction, 0), dtype, dtype)
@@ -309,8 +329,9 @@ def _lower_bincount(ctx, node):
     flat = segment_scatter(ctx, updates, bins, total, int64_constant(ctx, []), dtype, reduction, 0)
     table = o.Reshape(flat, o.Concat(o.Reshape(batch, int64_constant(ctx, [1])),
                                      o.Reshape(width, int64_constant(ctx, [1])), axis=0))
-    o.Slice(table, int64_constant(ctx, [0]), o.Reshape(size, int64_constant(ctx, [1])),
-            int64_constant(ctx, [1]), out=ctx.output(0))
+    table = o.Slice(table, int64_constant(ctx, [0]), o.Reshape(size, int64_constant(ctx, [1])),
+                    int64_constant(ctx, [1]))
+    o.Identity(table if shape is None else o.Reshape(table, shape), out=ctx.output(0))
 
 
 # -- tensor scatter max, min, sub -------------------------------------------------------------------

@@ -8,8 +8,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
 from tf2ir.opp.common import (
-    INT64_MAX, INT64_MIN, const_ints, emit_dim, int64_constant, int64_input, normalize_axis,
-    partial_ints, same_as_input, unknown_desc,
+    INT64_MAX, INT64_MIN, const_ints, emit_along, emit_dim, int64_constant, int64_input,
+    normalize_axis, onnx_axis, partial_ints, same_as_input, unknown_desc,
 )
 
 OPS = OpSet("tf2ir.opp.slicing")
@@ -50,9 +50,12 @@ def _lower_slice(ctx, node):
         # the axes: from size's or begin's length, else x's rank (a length may be unknown)
         lengths = [d.shape[0] for d in (node.inputs[2].desc, node.inputs[1].desc) if d.shape]
         n = next((v for v in lengths + [node.inputs[0].desc.rank] if v is not None), None)
-        if n is None:
-            raise ConversionError("the slice rank must be known")
-    ctx.emit("Slice", [ctx.input(0), starts, ends, int64_constant(ctx, range(n))], [ctx.output(0)])
+    if n is None:       # dims 0..len(begin)-1, counted at run time
+        axes = ctx.emit("Range", [int64_constant(ctx, 0), ctx.emit("Size", [starts])[0],
+                                  int64_constant(ctx, 1)])[0]
+    else:
+        axes = int64_constant(ctx, range(n))
+    ctx.emit("Slice", [ctx.input(0), starts, ends, axes], [ctx.output(0)])
 
 
 def _fold_slice(node, values):
@@ -75,8 +78,8 @@ def slice_layout(rank, n, attrs):
     """TF's sparse slice spec of length `n` laid over the dims of a rank-`rank` input, from the
     masks alone: ('new',) for a new axis, ('full', dim) for a dim the spec leaves whole (the
     ellipsis and the trailing dims), ('dim', dim, i, begin_masked, end_masked, shrink) for a dim
-    that spec entry i slices. With `rank` None (unknown) the trailing dims are left out and an
-    ellipsis is refused."""
+    that spec entry i slices. With `rank` None (unknown) the trailing dims are left out, and an
+    ellipsis is an ('ellipsis',) entry after which dims count from the end (negative)."""
     begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = (attrs[k] for k in _MASKS)
     consuming = sum(1 for i in range(n) if not (ellipsis_mask >> i) & 1
                     and not (new_axis_mask >> i) & 1)
@@ -85,8 +88,11 @@ def slice_layout(rank, n, attrs):
     for i in range(n):
         if (ellipsis_mask >> i) & 1 and not seen_ellipsis:
             seen_ellipsis = True
-            if rank is None:
-                raise ConversionError("an ellipsis in the slice spec needs the input rank")
+            if rank is None:    # the dims the rest of the spec consumes, counted from the end
+                entries.append(("ellipsis",))
+                dim = -sum(1 for j in range(i + 1, n) if not (new_axis_mask >> j) & 1
+                           and not ((ellipsis_mask >> j) & 1))
+                continue
             for _ in range(rank - consuming):
                 entries.append(("full", dim))
                 dim += 1
@@ -114,6 +120,8 @@ def dense_slice_spec(rank, begin, end, strides, attrs):
     with start/stop None for "from the edge" (begin_mask/end_mask)."""
     entries = []
     for entry in slice_layout(rank, len(begin), attrs):
+        if entry[0] == "ellipsis":
+            continue
         if entry[0] == "new":
             entries.append(("new",))
         elif entry[0] == "full":
@@ -177,13 +185,16 @@ def _infer_strided_slice(node):
 def _squeeze_and_unsqueeze(ctx, current, layout):
     """Squeeze the shrunk dims of a sliced tensor and insert its new axes, writing output 0."""
     squeeze = [e[1] for e in layout if e[0] == "dim" and e[5]]
-    # Output positions of new axes count the dims before them that survive the squeeze.
+    # Output positions of new axes count the dims before them that survive the squeeze; after
+    # an ellipsis of unknown length, from the end: minus the output dims from them on.
     unsqueeze, kept = [], 0
-    for entry in layout:
+    survives = [e[0] == "new" or e[0] == "full" or (e[0] == "dim" and not e[5]) for e in layout]
+    after_ellipsis = False
+    for k, entry in enumerate(layout):
+        after_ellipsis = after_ellipsis or entry[0] == "ellipsis"
         if entry[0] == "new":
-            unsqueeze.append(kept)
-        if entry[0] != "dim" or not entry[5]:
-            kept += 1
+            unsqueeze.append(-sum(survives[k:]) if after_ellipsis else kept)
+        kept += survives[k]
     if squeeze:
         current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
                            [ctx.output(0)] if not unsqueeze else 1)[0]
@@ -233,15 +244,35 @@ def _lower_strided_slice(ctx, node):
     _squeeze_and_unsqueeze(ctx, current, layout)
 
 
-def _lower_unmasked_slice(ctx):
-    """A spec of run-time length without masks: dims 0..len-1 sliced as given (TF's clamp of
-    a start below -dim for a negative step, which leaves nothing, as an end of 0)."""
+def _lower_unmasked_slice(ctx, node):
+    """A spec of run-time length with no masks but begin and end masks: dims 0..len-1 sliced
+    as given (TF's clamp of a start below -dim for a negative step, which leaves nothing, as an
+    end of 0); a masked bound runs from the edge the stride's sign says."""
     begins, ends, steps = (int64_input(ctx, i) for i in (1, 2, 3))
     zero = int64_constant(ctx, 0)
-    axes = ctx.emit("Range", [zero, ctx.emit("Size", [begins])[0], int64_constant(ctx, 1)])[0]
+    count = ctx.emit("Size", [begins])[0]
+    axes = ctx.emit("Range", [zero, count, int64_constant(ctx, 1)])[0]
     dims = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], axes], axis=0)[0]
+    backward = ctx.emit("Less", [steps, zero])[0]
     nothing = ctx.emit("And", [ctx.emit("Less", [ctx.emit("Add", [begins, dims])[0], zero])[0],
-                               ctx.emit("Less", [steps, zero])[0]])[0]
+                               backward])[0]
+    masks = [node.attrs["begin_mask"], node.attrs["end_mask"]]
+    if any(masks):
+        # the masks' bits, one per spec entry: cut (or padded with False) to the spec's length
+        width = max(m.bit_length() for m in masks)
+        falses = ctx.emit("Expand", [ctx.constant(np.array([False])),
+                                     ctx.emit("Reshape", [count, int64_constant(ctx, [1])])[0]])[0]
+        begin_masked, end_masked = (
+            ctx.emit("Slice", [ctx.emit("Concat", [ctx.constant(np.array(
+                [bool((m >> i) & 1) for i in range(width)])), falses], axis=0)[0],
+                int64_constant(ctx, [0]), ctx.emit("Reshape", [count, int64_constant(ctx, [1])])[0]])[0]
+            for m in masks)
+        edge = [int64_constant(ctx, INT64_MAX), int64_constant(ctx, INT64_MIN)]
+        begins = ctx.emit("Where", [begin_masked, ctx.emit("Where", [backward, edge[0], zero])[0],
+                                    begins])[0]
+        ends = ctx.emit("Where", [end_masked, ctx.emit("Where", [backward, *edge[::-1]])[0],
+                                  ends])[0]
+        nothing = ctx.emit("And", [nothing, ctx.emit("Not", [begin_masked])[0]])[0]
     ends = ctx.emit("Where", [nothing, zero, ends])[0]
     ctx.emit("Slice", [ctx.input(0), begins, ends, axes, steps], [ctx.output(0)])
 
@@ -252,12 +283,13 @@ def _lower_runtime_strided_slice(ctx, node, rank):
     Where when the strides are run-time values), a shrunk dim sliced [b, b+1)."""
     n = spec_length(node)
     if n is None and not any(node.attrs.get(f"{m}_mask") for m in
-                             ("begin", "end", "ellipsis", "new_axis", "shrink_axis")):
-        _lower_unmasked_slice(ctx)        # tf.signal.frame on a signal of unknown rank
+                             ("ellipsis", "new_axis", "shrink_axis")):
+        _lower_unmasked_slice(ctx, node)        # tf.signal.frame on a signal of unknown rank
         return
     if n is None:
         raise ConversionError("the slice spec's length must be known (begin, end or strides "
-                              "of a static shape) where it has masks")
+                              "of a static shape) where it has an ellipsis, new axis or "
+                              "shrink mask")
     layout = slice_layout(rank, n, node.attrs)
     ranged = [e for e in layout if e[0] == "dim"]
     current = ctx.input(0)
@@ -345,10 +377,8 @@ def _lower_reverse(ctx, node):
     axes = const_ints(node, 1)
     if axes is None:
         raise ConversionError("the reversed axes must be constant")
-    rank = node.inputs[0].desc.rank
-    if rank is None:
-        raise ConversionError("the input rank must be known")
-    axes = sorted({normalize_axis(a, rank) for a in axes})
+    # Slice counts a negative axis from the end of the run-time rank
+    axes = sorted({onnx_axis(a, node.inputs[0].desc.rank) for a in axes})
     if not axes:
         ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)])
         return
@@ -369,16 +399,15 @@ reverse_sequence.infer(same_as_input)
 @reverse_sequence.lower
 def _lower_reverse_sequence(ctx, node):
     # index[t] = len - 1 - t for t < len, else t; then GatherElements along seq_dim.
+    # with the rank unknown the dims stand as given: ONNX counts a negative one from the end
     rank = node.inputs[0].desc.rank
-    if rank is None:
-        raise ConversionError("the input rank must be known")
-    seq = normalize_axis(node.attrs["seq_dim"], rank)
-    batch = normalize_axis(node.attrs["batch_dim"], rank)
+    seq = onnx_axis(node.attrs["seq_dim"], rank)
+    batch = onnx_axis(node.attrs["batch_dim"], rank)
     if seq == batch:
         raise ConversionError("seq_dim and batch_dim must differ")
 
     def along(axis):
-        return int64_constant(ctx, [-1 if i == axis else 1 for i in range(rank)])
+        return emit_along(ctx, ctx.input(0), axis, rank)
 
     one = ctx.constant(np.array(1, np.int64))
     steps = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), emit_dim(ctx, ctx.input(0), seq), one])[0]

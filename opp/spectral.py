@@ -20,17 +20,18 @@ onnxruntime's inverse DFT loses precision for float64 lengths that are not power
 pads or crops each transformed dim to fft_length, then takes the onesided DFT of the innermost
 one; IRFFT inverts the outer dims first, then rebuilds the innermost spectrum by conjugate
 symmetry and keeps the real part (TF's C2R: the imaginary parts of the DC and Nyquist bins do
-not count). fft_length must be a constant; the input's rank must be known.
+not count). Axes count from the end, so the input's rank may be unknown; fft_length may be a
+run-time value.
 """
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
-from tf2ir.opp.common import Emitter, broadcast_shapes, const_ints, same_as_input
+from tf2ir.opp.common import Emitter, broadcast_shapes, const_ints, int64_input, same_as_input
 
 OPS = OpSet("tf2ir.opp.spectral")
 
@@ -40,8 +41,11 @@ COMPLEX_OF = {v: k for k, v in REAL_OF.items()}
 # elementwise ops that take complex operands on the pairs (tf2ir.opp.complexmath)
 ELEMENTWISE = ("Add", "Sub", "Mul", "RealDiv", "Div", "Neg", "Square", "Exp", "Log", "Sqrt",
                "Sin", "Cos", "Reciprocal")
-PAIR_MAKERS = ("FFT", "RFFT", "Complex", "Conj") + ELEMENTWISE  # IR ops whose output is a pair
-PAIR_READERS = ("FFT", "IRFFT", "Real", "Imag", "ComplexAbs", "Angle", "Conj") + ELEMENTWISE
+# IR ops whose output is a pair; Reshape (tf2ir.opp.array) reshapes pairs too
+PAIR_MAKERS = ("FFT", "RFFT", "Complex", "Conj", "Reshape") + ELEMENTWISE
+# IR ops that read pairs; Shape, Size and Rank (tf2ir.opp.array) read the complex shape
+PAIR_READERS = ("FFT", "IRFFT", "Real", "Imag", "ComplexAbs", "Angle", "Conj", "Reshape",
+                "Shape", "Size", "Rank") + ELEMENTWISE
 PASS_THROUGH = ("Identity",)
 
 
@@ -53,10 +57,9 @@ def pair_input(ctx, node, index: int) -> str:
 
 
 def _zero_pad(node) -> bool:
-    """Whether IR node `node` is a Pad by constant zeros with constant paddings (what
-    tf.signal's inverse transforms insert before a short spectrum)."""
-    if node.op_type != "Pad" or node.attrs.get("mode", "CONSTANT") != "CONSTANT" \
-            or node.inputs[1].const_value is None:
+    """Whether IR node `node` is a Pad by constant zeros (what tf.signal's inverse transforms
+    insert before a short spectrum)."""
+    if node.op_type != "Pad" or node.attrs.get("mode", "CONSTANT") != "CONSTANT":
         return False
     fill = node.inputs[2] if len(node.inputs) > 2 else None
     return fill is None or (fill.const_value is not None and not np.any(fill.const_value))
@@ -76,9 +79,16 @@ def _pair_of(ctx, value) -> str:
                               "float inputs and combine them with tf.complex)")
     producer = value.producer
     if _zero_pad(producer):         # padded here, on the pairs, with the pair dim unpadded
-        pads = np.asarray(producer.inputs[1].const_value, np.int64).reshape(-1, 2)
-        pads = np.concatenate([pads, [[0, 0]]]).T.reshape(-1)
-        return ctx.emit("Pad", [_pair_of(ctx, producer.inputs[0]), ctx.constant(pads)])[0]
+        paddings = producer.inputs[1]
+        if paddings.const_value is not None:
+            pads = np.asarray(paddings.const_value, np.int64).reshape(-1, 2)
+            pads = ctx.constant(np.concatenate([pads, [[0, 0]]]).T.reshape(-1))
+        else:
+            o = Emitter(ctx, "int64")
+            pairs = o.Reshape(o.Cast(paddings.name, to=7), o.c([-1, 2]))
+            pads = o.Reshape(o.Transpose(o.Concat(pairs, o.c([[0, 0]]), axis=0), perm=[1, 0]),
+                             o.c([-1]))
+        return ctx.emit("Pad", [_pair_of(ctx, producer.inputs[0]), pads])[0]
     if producer.op_type not in PAIR_MAKERS:
         raise ConversionError(f"the complex value {value.name!r} comes from "
                               f"{producer.op_type}, which cannot produce complex values "
@@ -113,32 +123,53 @@ def _complex_desc(node, index: int) -> TensorDesc:
     return desc
 
 
-def _rank(node, index: int, least: int) -> int:
+def _check_rank(node, index: int, least: int) -> None:
+    """Refuse an input of known rank below `least` (an unknown rank is the run time's)."""
     rank = node.inputs[index].desc.rank
-    if rank is None:
-        raise ConversionError("the input's rank must be known")
-    if rank < least:
+    if rank is not None and rank < least:
         raise ConversionError(f"a {least}-D transform needs an input of rank >= {least}, not "
                               f"{rank}")
-    return rank
 
 
-def _fft_lengths(node, rank: int) -> List[int]:
+def _fft_lengths(node) -> Optional[List[int]]:
+    """The constant fft_length (checked), or None where it is known at run time only."""
     lengths = const_ints(node, 1)
     if lengths is None:
-        raise ConversionError("fft_length must be a constant")
+        return None
     if len(lengths) != node.attrs["fft_rank"] or any(n < 0 for n in lengths):
         raise ConversionError(f"fft_length {lengths} must hold {node.attrs['fft_rank']} "
                               "non-negative lengths")
     return lengths
 
 
-# -- ONNX pieces --------------------------------------------------------------------------------
+class _Lengths:
+    """fft_length's entries as ONNX int64 1-element tensors: constants or run-time Gathers."""
+
+    def __init__(self, ctx, o: Emitter, node):
+        self.ctx, self.o, self.known = ctx, o, _fft_lengths(node)
+        self.value = None if self.known is not None else int64_input(ctx, 1)
+
+    def __getitem__(self, k: int):
+        """(entry k as a 1-element tensor, its value or None)."""
+        if self.known is not None:
+            return self.o.c([self.known[k]], "int64"), self.known[k]
+        return self.o.Gather(self.value, self.o.c([k], "int64"), axis=0), None
+
+    def product(self, count: int, dtype: str) -> str:
+        """The product of the first `count` entries, a scalar of float `dtype`."""
+        if self.known is not None:
+            return self.o.c(float(np.prod(self.known[:count])))
+        head = self.o.Slice(self.value, self.o.c([0], "int64"), self.o.c([count], "int64"))
+        return self.o.Cast(self.o.ReduceProd(head, keepdims=0),
+                           to=1 if dtype == "float32" else 11)
+
+
+# -- ONNX pieces: axes count from the end (pairs: the signal's axis -k is the pair's -k-1) ------
 def _dft(o: Emitter, x: str, axis: int, onesided: bool = False) -> str:
-    """The forward DFT of `x` ([..., 1] real or [..., 2] pairs) along its `axis` (>= 0): DFT
+    """The forward DFT of `x` ([..., 1] real or [..., 2] pairs) along its `axis` (< 0): DFT
     wants a leading batch dim, so one is added and removed."""
     zero = o.c([0], "int64")
-    spectrum = o.DFT(o.Unsqueeze(x, zero), axis=axis + 1, onesided=int(onesided))
+    spectrum = o.DFT(o.Unsqueeze(x, zero), axis=axis, onesided=int(onesided))
     return o.Squeeze(spectrum, zero)
 
 
@@ -146,18 +177,25 @@ def _conj(o: Emitter, pair: str) -> str:
     return o.Mul(pair, o.c([1.0, -1.0]))
 
 
-def _resize(o: Emitter, x: str, axis: int, length: int, known) -> str:
-    """`x` cropped or zero-padded to `length` along `axis`, as TF's fft_length does."""
-    if known == length:
+def _static_dim(desc, axis: int):
+    """Dim `axis` (< 0) of `desc`'s shape where known."""
+    shape = desc.shape
+    return shape[axis] if shape is not None and len(shape) >= -axis else None
+
+
+def _resize(o: Emitter, x: str, axis: int, length, known) -> str:
+    """`x` cropped or zero-padded to `length` (a 1-element tensor and its value, or None)
+    along `axis` (< 0), as TF's fft_length does."""
+    end, value = length
+    if value is not None and known == value:
         return x
     axes = o.c([axis], "int64")
-    x = o.Slice(x, o.c([0], "int64"), o.c([length], "int64"), axes)
-    if known is not None and known >= length:
+    x = o.Slice(x, o.c([0], "int64"), end, axes)
+    if value is not None and known is not None and known >= value:
         return x
-    size = o.Gather(o.Shape(x), o.c(axis, "int64"), axis=0)
-    missing = o.Max(o.Sub(o.c(length, "int64"), size), o.c(0, "int64"))
-    pads = o.Concat(o.c([0], "int64"), o.Reshape(missing, o.c([1], "int64")), axis=0)
-    return o.Pad(x, pads, o.c(0.0), axes)
+    size = o.Gather(o.Shape(x), axes, axis=0)
+    missing = o.Max(o.Sub(end, size), o.c([0], "int64"))
+    return o.Pad(x, o.Concat(o.c([0], "int64"), missing, axis=0), o.c(0.0), axes)
 
 
 def _inverse(o: Emitter, pair: str, axes, count: str) -> str:
@@ -190,10 +228,11 @@ def _infer_fft(node):
 @fft.lower
 def _lower_fft(ctx, node):
     check_pair_outputs(node)
-    rank, count = _rank(node, 0, node.attrs["fft_rank"]), node.attrs["fft_rank"]
+    count = node.attrs["fft_rank"]
+    _check_rank(node, 0, count)
     real = REAL_OF[node.inputs[0].desc.dtype]
     o = Emitter(ctx, real)
-    x, axes = pair_input(ctx, node, 0), range(rank - count, rank)
+    x, axes = pair_input(ctx, node, 0), range(-count - 1, -1)
     if node.attrs["inverse"]:
         y = _inverse(o, x, axes, _dims_product(o, x, axes, real))
     else:
@@ -230,14 +269,13 @@ def _infer_rfft(node):
 def _lower_rfft(ctx, node):
     check_pair_outputs(node)
     count = node.attrs["fft_rank"]
-    rank = _rank(node, 0, count)
-    lengths, shape = _fft_lengths(node, rank), node.inputs[0].desc.shape
+    _check_rank(node, 0, count)
     o = Emitter(ctx, node.inputs[0].desc.dtype)
-    x = ctx.input(0)
-    for axis, length in zip(range(rank - count, rank), lengths):
-        x = _resize(o, x, axis, length, shape[axis])
-    y = _dft(o, o.Unsqueeze(x, o.c([-1], "int64")), rank - 1, onesided=True)
-    for axis in range(rank - count, rank - 1):
+    lengths, x = _Lengths(ctx, o, node), ctx.input(0)
+    for k, axis in enumerate(range(-count, 0)):
+        x = _resize(o, x, axis, lengths[k], _static_dim(node.inputs[0].desc, axis))
+    y = _dft(o, o.Unsqueeze(x, o.c([-1], "int64")), -2, onesided=True)
+    for axis in range(-count - 1, -2):
         y = _dft(o, y, axis)
     ctx.emit("Identity", [y], [ctx.output(0)])
 
@@ -265,23 +303,31 @@ def _infer_irfft(node):
 @irfft.lower
 def _lower_irfft(ctx, node):
     count = node.attrs["fft_rank"]
-    rank = _rank(node, 0, count)
-    lengths, shape = _fft_lengths(node, rank), node.inputs[0].desc.shape
-    real = REAL_OF[node.inputs[0].desc.dtype]
+    _check_rank(node, 0, count)
+    desc = node.inputs[0].desc
+    real = REAL_OF[desc.dtype]
     o = Emitter(ctx, real)
-    z = pair_input(ctx, node, 0)
-    outer = list(range(rank - count, rank - 1))
-    for axis, length in zip(outer, lengths):
-        z = _resize(o, z, axis, length, shape[axis])
+    lengths, z = _Lengths(ctx, o, node), pair_input(ctx, node, 0)
+    outer = list(range(-count - 1, -2))        # the pair axes of the outer signal dims
+    for k, axis in enumerate(outer):
+        z = _resize(o, z, axis, lengths[k], _static_dim(desc, axis + 1))
     if outer:
-        z = _inverse(o, z, outer, o.c(float(np.prod(lengths[:-1]))))
-    n, last = lengths[-1], rank - 1
-    z = _resize(o, z, last, n // 2 + 1, shape[last])
-    mirrored = o.Gather(z, o.c(np.arange((n - 1) // 2, 0, -1), "int64"), axis=last)
-    full = o.Concat(z, _conj(o, mirrored), axis=last)
-    spectrum = _dft(o, _conj(o, full), last)
-    real_part = o.Gather(spectrum, o.c(0, "int64"), axis=rank)
-    o.Div(real_part, o.c(float(max(n, 1))), out=ctx.output(0))
+        z = _inverse(o, z, outer, lengths.product(count - 1, real))
+    n, value = lengths[count - 1]
+    half = (o.Add(o.Div(n, o.c([2], "int64")), o.c([1], "int64")), None) if value is None \
+        else (o.c([value // 2 + 1], "int64"), value // 2 + 1)
+    z = _resize(o, z, -2, half, _static_dim(desc, -1))
+    if value is not None:
+        mirror = o.c(np.arange((value - 1) // 2, 0, -1), "int64")
+    else:   # (n - 1) // 2 down to 1; none for n <= 2 (Div truncates -1 // 2 to 0)
+        top = o.Squeeze(o.Div(o.Sub(n, o.c([1], "int64")), o.c([2], "int64")), o.c([0], "int64"))
+        mirror = o.Range(top, o.c(0, "int64"), o.c(-1, "int64"))
+    full = o.Concat(z, _conj(o, o.Gather(z, mirror, axis=-2)), axis=-2)
+    spectrum = _dft(o, _conj(o, full), -2)
+    real_part = o.Gather(spectrum, o.c(0, "int64"), axis=-1)
+    size = o.c(float(max(value, 1))) if value is not None else o.Cast(
+        o.Max(o.Squeeze(n, o.c([0], "int64")), o.c(1, "int64")), to=1 if real == "float32" else 11)
+    o.Div(real_part, size, out=ctx.output(0))
 
 
 # -- complex numbers ----------------------------------------------------------------------------------

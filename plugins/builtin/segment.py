@@ -16,6 +16,8 @@ def reduction(name: str):
 def parse_bincount(src, op):
     auto_mapping(src, op)
     op.set_attr("binary_output", bool(src.attr("binary_output", False)))
+    # Bincount counts every value of arr whatever its rank; DenseBincount bins 2-D input by row
+    op.set_attr("flat", src.op_type == "Bincount")
 
 
 _FAMILIES = {

@@ -103,9 +103,23 @@ def test_complex_model_input_is_refused():
 
 def test_complex_value_into_another_family_is_refused():
     with pytest.raises(ConversionError, match="cannot read complex values|complex64"):
-        check_op(lambda x: tf.math.real(tf.reshape(tf.signal.rfft(x), [-1])), [rand(2, 8)])
+        check_op(lambda x: tf.math.real(tf.transpose(tf.signal.rfft(x))), [rand(2, 8)])
 
 
-def test_fft_length_at_run_time_is_refused():
-    with pytest.raises(ConversionError, match="fft_length must be a constant"):
-        check_op(lambda x, n: tf.abs(tf.signal.rfft(x, n)), [rand(2, 8), np.int32([8])])
+def test_complex_reshape_and_shape():
+    """Reshape moves pairs (the pair dim kept); Shape, Size and Rank read the complex shape."""
+    def fn(x, dims):
+        spectrum = tf.reshape(tf.signal.rfft(x), dims)
+        return [tf.math.imag(spectrum), tf.shape(spectrum), tf.size(spectrum),
+                tf.rank(spectrum)]
+    check_op(fn, [rand(2, 6), np.int32([4, 1, -1])],
+             extra_inputs=[[rand(2, 6), np.int32([-1])]], specs=[spec((2, 6)), spec((None,), "int32", "x1")])
+
+
+def test_fft_length_at_run_time():
+    """fft_length fed at run time: crop, pad and the inverse's length follow the feed."""
+    fn = lambda x, n: [tf.abs(tf.signal.rfft(x, n)),  # noqa: E731
+                       tf.signal.irfft(tf.signal.rfft(x), n)]
+    check_op(fn, [rand(2, 8), np.int32([8])], specs=[spec((2, 8)), spec((1,), "int32", "x1")],
+             extra_inputs=[[rand(2, 8), np.int32([5])], [rand(2, 8), np.int32([12])]], atol=1e-4,
+             rtol=1e-4)

@@ -530,8 +530,13 @@ def test_strided_slice_with_fed_begin_and_masks():
           tf.strided_slice(x, begin, end, strides, end_mask=2).numpy())
 
 
+def test_transpose_by_a_fed_permutation():
+    # ONNX Transpose takes a constant perm: a flat Gather at permuted coordinates instead
+    x, perm = rand(2, 3, 4), np.array([2, 0, 1], np.int32)
+    check("Transpose", [Feed(x), Feed(perm)], {}, np.transpose(x, perm))
+
+
 @pytest.mark.parametrize("op_type, inputs", [
-    ("Transpose", lambda: [Feed(rand(2, 3)), Feed(np.array([1, 0], np.int32))]),
     ("ConcatV2", lambda: [Feed(rand(2, 3)), Feed(rand(2, 3)), Feed(np.array(0, np.int32))]),
 ])
 def test_non_constant_operands_that_must_be_constant(op_type, inputs):

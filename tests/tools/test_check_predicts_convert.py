@@ -3,8 +3,9 @@ with `convert`'s status otherwise, and names the node and op type `convert`'s er
 
 Hand-made models put each kind of failure where the old `check` (the front half only) could
 not see it: an op no plugin maps inside a while body, an If branch and a function called from
-a loop body, a dtype refusal (MaxPool on int64), a shape refusal (Cumprod of unknown rank), a
-fusion refusal (`--fusion on:layer_norm` on GroupNorm over time); each runs through both
+a loop body, a dtype refusal (MaxPool on int64), a shape refusal (GatherV2's batch_dims over
+indices of unknown rank), a fusion refusal (`--fusion on:layer_norm` on GroupNorm over time);
+each runs through both
 command lines. A sample of the conformance suite (one case per module, and one refusal case
 per module that has one) runs under `tools.checkagree`, which compares both in process on every
 graph the harness converts; `python -m tf2ir.tools.checkagree conformance|zoo` runs them all."""
@@ -45,15 +46,17 @@ def _maxpool_int64(x):
     return tf.nn.max_pool2d(x, 2, 2, "VALID")
 
 
-def _cumprod_unknown_rank(x, shape):
+def _gather_unknown_rank(x, shape):
     import tensorflow as tf
-    return tf.math.cumprod(tf.reshape(x, shape), axis=0)
+    indices = tf.reshape(tf.constant([0, 1, 1, 0]), shape)
+    return tf.gather(tf.reshape(x, [2, -1]), indices, batch_dims=1)
 
 
 def _two_lowering_refusals(x, shape):
     import tensorflow as tf
     pooled = tf.nn.max_pool2d(tf.cast(tf.reshape(x, [1, 4, 4, 1]), tf.int64), 2, 2, "VALID")
-    return tf.math.cumprod(tf.reshape(x, shape), axis=0), pooled
+    indices = tf.reshape(tf.constant([0, 1, 1, 0]), shape)
+    return tf.gather(tf.reshape(x, [2, -1]), indices, batch_dims=1), pooled
 
 
 def _call_in_loop_body(path):
@@ -101,9 +104,9 @@ MODELS = {
                   "StatelessIf"),
     "call-in-loop-body": (_while_body, lambda: _spec([None, 4]), (), 3, "StatelessWhile"),
     "maxpool-int64": (_maxpool_int64, lambda: _spec([1, 4, 4, 1], "int64"), (), 1, "MaxPool"),
-    "cumprod-unknown-rank": (_cumprod_unknown_rank,
-                             lambda: [_spec([None]), _spec([None], "int32", "s")], (), 1,
-                             "Cumprod"),
+    "gather-unknown-rank": (_gather_unknown_rank,
+                            lambda: [_spec([None]), _spec([None], "int32", "s")], (), 1,
+                            "GatherV2"),
     "fusion-refusal": (_group_norm_over_time, lambda: _spec([None, 5, 4]),
                        ("--fusion", "on:layer_norm"), 1, None),
 }
@@ -145,7 +148,7 @@ def test_check_predicts_convert_on_a_hidden_failure(name, freeze, tmp_path):
         assert "Dawsn" in {r["op_type"] for r in report["function_op_types"]}
     elif name == "maxpool-int64":
         assert kinds == {"dtype"} and report["stage"] == "lowering"
-    elif name == "cumprod-unknown-rank":
+    elif name == "gather-unknown-rank":
         assert kinds == {"shape"} and report["stage"] == "lowering"
     else:
         assert kinds == {"fusion"} and report["stage"] == "front"
@@ -179,7 +182,7 @@ def test_every_failing_lowering_is_listed_convert_names_the_first(freeze, tmp_pa
     report = json.loads(checked.stdout)
     assert report["convert_error"] == converted.stderr.strip().splitlines()[-1][len(PREFIX):]
     listed = {p["op_type"]: p["kind"] for p in report["errors"]}
-    assert listed == {"MaxPool": "dtype", "Cumprod": "shape"}
+    assert listed == {"MaxPool": "dtype", "GatherV2": "shape"}
     assert report["errors"][0]["op_type"] == report["error_op_type"]   # convert's, first
 
 
