@@ -137,9 +137,13 @@ def to_tf_filter(filter_format: str) -> List[int]:
 
 
 def tf_filter_shape(node, f_index: int, filter_format: str) -> Optional[List[Optional[int]]]:
-    """The filter's shape in TF's order (spatial..., in, out); None when unknown."""
+    """The filter's shape in TF's order (spatial..., in, out); None when its rank is not the
+    format's. A filter of unknown rank has the format's (TF's convolutions require it), every
+    dim unknown."""
     shape = node.inputs[f_index].desc.shape
-    if shape is None or len(shape) != len(filter_format):
+    if shape is None:
+        return [None] * len(filter_format)
+    if len(shape) != len(filter_format):
         return None
     return [shape[p] for p in to_tf_filter(filter_format)]
 

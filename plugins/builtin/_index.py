@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '4c794831a8055098e169524d0f2a4fb5dfb27191'
+FINGERPRINT = '5fe50c1245fc53cf3e5a6976e6269e1fc5ff7570'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -24,7 +24,7 @@ SOURCES = {
     'opp/array.py': 18735, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
     'opp/broadcast.py': 4205, 'opp/common.py': 19884, 'opp/compare.py': 8572,
     'opp/complexmath.py': 5146, 'opp/concat.py': 7937, 'opp/control.py': 9990,
-    'opp/conv.py': 21570, 'opp/creation.py': 6130, 'opp/densesets.py': 5923,
+    'opp/conv.py': 21740, 'opp/creation.py': 6130, 'opp/densesets.py': 5923,
     'opp/detection.py': 18271, 'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663,
     'opp/fusion.py': 6043, 'opp/image.py': 12521, 'opp/imageops.py': 12701,
     'opp/indexing.py': 13990, 'opp/inputs.py': 1988, 'opp/linalg.py': 22115, 'opp/lists.py': 18745,

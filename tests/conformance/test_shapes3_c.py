@@ -1,9 +1,9 @@
-"""Three-way shape runs (issue 20) of the array, reduce, segment, slicing and spectral families:
-a representative case of each lowering this round taught to compute at run time what it used to
-need at conversion time (the input rank, the slice spec's length, fft_length). Every case runs
-with every placeholder dim unknown and with every argument of unknown rank, against TensorFlow
-over the same relaxed specs (the whole suite: python -m tf2ir.tools.shapes3). Before, each was
-refused in rank mode, and strided_runtime_masks and rfft_irfft in dims mode too."""
+"""Three-way shape runs (issue 20) of the array, conv, reduce, segment, slicing and spectral
+families: a representative case of each lowering this round taught to compute at run time what
+it used to need at conversion time (the input rank, the slice spec's length, fft_length). Every
+case runs with every placeholder dim unknown and with every argument of unknown rank, against
+TensorFlow over the same relaxed specs (the whole suite: python -m tf2ir.tools.shapes3). Before,
+each was refused in rank mode, and strided_runtime_masks and rfft_irfft in dims mode too."""
 
 import numpy as np
 import pytest
@@ -46,9 +46,13 @@ CASES = {
                       [np.array([[1, 3, 3, 0], [4, 4, 2, 9]], np.int32)]),
     "unsorted_segment_ids_2d": (lambda x, ids: tf.math.unsorted_segment_max(x, ids, 5),
                                 [rand(2, 3, 2), IDS]),
+    # a run-time filter of unknown rank has the rank TF's Conv2D requires
+    "conv2d_filter_input": (lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"),
+                            [rand(1, 5, 5, 2), rand(3, 3, 2, 4)]),
     # axes from the end, fft_length at run time (tf.signal reads it from the shape)
     "rfft_irfft": (lambda x: [tf.abs(tf.signal.rfft(x)),
-                              tf.signal.irfft(tf.signal.rfft(x))], [rand(3, 8)]),
+                              tf.signal.irfft(tf.signal.rfft(x), tf.shape(x)[-1:])],
+                   [rand(3, 8)]),
     "fft_ifft": (lambda a, b: [tf.abs(tf.signal.fft(tf.complex(a, b))),
                                tf.math.real(tf.signal.ifft(tf.complex(a, b)))],
                  [rand(2, 6), rand(2, 6)]),
