@@ -104,19 +104,32 @@ class _ShapeValues:
 
 
 def _constant_target(g: LoweredGraph, shapes: _ShapeValues, node: onnx.NodeProto) -> bool:
-    if g.const(node.input[1]) is not None or attr_value(node, "allowzero", 0):
+    """A run-time target whose entries are constants or the input's own dim at the same
+    position becomes a constant one (0: copy that dim). A run-time target is lowered with
+    allowzero=1 (TF's 0 is a 0); with no literal 0 among the entries the flag means nothing
+    and goes, so copies can be written as 0; with a literal 0 and a copy there is no form."""
+    if g.const(node.input[1]) is not None:
         return False
     target = shapes.value(node.input[1])
     if target is None:
         return False
-    out = []
+    out, copies = [], False
     for position, dim in enumerate(target):
         if isinstance(dim, int):
             out.append(dim)
         elif dim == (node.input[0], position):
             out.append(0)
+            copies = True
         else:
             return False
+    literal_zero = any(d == 0 for d in target if isinstance(d, int))
+    if attr_value(node, "allowzero", 0):
+        if literal_zero and copies:
+            return False
+        if not literal_zero:
+            kept = [a for a in node.attribute if a.name != "allowzero"]
+            del node.attribute[:]
+            node.attribute.extend(kept)
     node.input[1] = g.add_initializer(np.array(out, np.int64), f"{node.output[0]}/shape")
     return True
 
@@ -169,7 +182,8 @@ def _fold_tensordot(g: LoweredGraph, shapes: _ShapeValues, users, first: onnx.No
         return False
     second = _only_user(g, users, matmul.output[0], ("Reshape",))
     weights = _tensordot_weights(g, matmul)
-    if second is None or weights is None or attr_value(second, "allowzero", 0):
+    # (allowzero does not matter: the restored target's entries are x's own dims and N)
+    if second is None or weights is None:
         return False
     w, bias = weights
     # Keras transposes x by the identity permutation first and may read either shape.
