@@ -120,6 +120,14 @@ class LowerContext:
         self.nodes.append(node)
         return list(outputs)
 
+    @property
+    def op(self) -> "OpEmitter":
+        """The one way a lowering writes ONNX: `ctx.op.Add(a, b)` emits one node and returns
+        its output name; `out=` names the output, `outputs=N` (or a list of names) gives
+        several and returns their list, `domain=` a custom domain; other keywords are the
+        node's attributes (None ones are left out)."""
+        return OpEmitter(self)
+
     def constant(self, array: Any, hint: str = "const", dtype: Any = None) -> str:
         """An initializer holding `array`; small constants are shared."""
         array = np.asarray(array, dtype=dtype)
@@ -215,6 +223,30 @@ class LowerContext:
             names.append(out)
             infos.append(subgraph_value_info(out, desc))
         return helper.make_graph(self.nodes, name, list(inputs), infos)
+
+
+class OpEmitter:
+    """`ctx.op.<OnnxOp>(*inputs, out=None, outputs=None, domain="", **attrs)` (see
+    `LowerContext.op`); opp's Emitter adds a working dtype and its constants."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: "LowerContext"):
+        self.ctx = ctx
+
+    def __getattr__(self, onnx_op: str) -> Callable[..., Any]:
+        if onnx_op.startswith("__"):
+            raise AttributeError(onnx_op)
+        emit = self.ctx.emit
+
+        def write(*inputs: str, out: Optional[str] = None,
+                  outputs: Union[None, int, Sequence[str]] = None, domain: str = "", **attrs):
+            if outputs is None:
+                return emit(onnx_op, inputs, [out] if out else 1, domain, **attrs)[0]
+            if out is not None:
+                raise TypeError(f"ctx.op.{onnx_op}: give out= or outputs=, not both")
+            return emit(onnx_op, inputs, outputs, domain, **attrs)
+        return write
 
 
 def lower_graph(graph: Graph, model: Optional[str] = None,
