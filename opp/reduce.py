@@ -12,10 +12,9 @@ from onnx import helper
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    ARITHMETIC_VIA, INT64_MAX, MINMAX_VIA, cast_from_int64, const_ints, emit_cast, emit_via,
-    int64_constant, int64_input, normalize_axis, onnx_axis,
-)
+from tf2ir.opp.carriers import ARITHMETIC_VIA, MINMAX_VIA
+from tf2ir.opp.emitting import cast_from_int64, emit_cast, emit_via, int64_constant, int64_input
+from tf2ir.opp.shapes import INT64_MAX, const_ints, normalize_axis, onnx_axis
 
 OPS = OpSet("tf2ir.opp.reduce")
 
@@ -40,7 +39,7 @@ def axes_input(ctx, index):
     axes = int64_input(ctx, index)
     if ctx.input_desc(index).rank == 1:
         return axes
-    return ctx.emit("Reshape", [axes, ctx.constant(np.array([-1], np.int64))])[0]
+    return ctx.op.Reshape(axes, ctx.constant(np.array([-1], np.int64)))
 
 
 # -- sums, means, extrema, products ---------------------------------------------------------
@@ -116,7 +115,7 @@ def _arg_reduction(op_type: str, onnx_op: str, doc: str):
         if x.dtype in ARG_VIA:
             source = emit_cast(ctx, source, ARG_VIA[x.dtype])
         # TF returns the first index among equal values: select_last_index=0
-        index = ctx.emit(onnx_op, [source], axis=a, keepdims=0, select_last_index=0)[0]
+        index = getattr(ctx.op, onnx_op)(source, axis=a, keepdims=0, select_last_index=0)
         cast_from_int64(ctx, index, node.attrs["output_type"], ctx.output(0))
 
     @proto.fold
@@ -135,20 +134,21 @@ _arg_reduction("ArgMin", "ArgMin", "Index of the smallest entry along `dimension
 def _bool_reduction(op_type: str, doc: str, is_all: bool):
     proto = (OPS.declare(op_type, doc).input("x", ("bool",)).input("axes", INDEX_TYPES)
              .output("y", ("bool",)).attr("keep_dims", "bool", False))
-    proto.infer(lambda node: [_reduced_desc(node.inputs[0].desc, const_ints(node, 1),
-                                            node.attrs["keep_dims"], "bool")])
+    @proto.infer
+    def infer(node):
+        return [_reduced_desc(node.inputs[0].desc, const_ints(node, 1), node.attrs["keep_dims"], "bool")]
 
     @proto.lower
     def lower(ctx, node):
         # all(x) = min(x); any(x) = not all(not x), which keeps any() of an empty set False
-        source = ctx.input(0) if is_all else ctx.emit("Not", [ctx.input(0)])[0]
-        numbers = ctx.emit("Cast", [source], to=ONNX_DTYPES["int32"])[0]
-        least = ctx.emit("ReduceMin", [numbers, axes_input(ctx, 1)],
-                         keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)[0]
+        source = ctx.input(0) if is_all else ctx.op.Not(ctx.input(0))
+        numbers = ctx.op.Cast(source, to=ONNX_DTYPES["int32"])
+        least = ctx.op.ReduceMin(numbers, axes_input(ctx, 1),
+                                 keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
         if is_all:
-            ctx.emit("Cast", [least], [ctx.output(0)], to=ONNX_DTYPES["bool"])
+            ctx.op.Cast(least, out=ctx.output(0), to=ONNX_DTYPES["bool"])
         else:
-            ctx.emit("Not", [emit_cast(ctx, least, "bool")], [ctx.output(0)])
+            ctx.op.Not(emit_cast(ctx, least, "bool"), out=ctx.output(0))
 
     @proto.fold
     def fold(node, values):
@@ -164,8 +164,12 @@ _bool_reduction("ReduceAny", "Logical or over `axes` (False over an empty set)."
 euclidean_norm = (OPS.declare("EuclideanNorm", "sqrt(sum(x ** 2)) over `axes`.")
                   .input("x", NUMBER_TYPES).input("axes", INDEX_TYPES).output("y")
                   .attr("keep_dims", "bool", False))
-euclidean_norm.infer(lambda node: [_reduced_desc(node.inputs[0].desc, const_ints(node, 1),
-                                                 node.attrs["keep_dims"], node.inputs[0].desc.dtype)])
+
+
+@euclidean_norm.infer
+def _infer_euclidean_norm(node):
+    return [_reduced_desc(node.inputs[0].desc, const_ints(node, 1), node.attrs["keep_dims"],
+                          node.inputs[0].desc.dtype)]
 
 
 @euclidean_norm.lower
@@ -173,22 +177,26 @@ def _lower_euclidean_norm(ctx, node):
     # Abs first: over an empty axes list the norm of each entry is |x|, and ReduceL2's
     # noop_with_empty_axes returns its input unchanged
     dtype = node.inputs[0].desc.dtype
-    magnitude = ctx.emit("Abs", [ctx.input(0)])[0]
+    magnitude = ctx.op.Abs(ctx.input(0))
     emit_via(ctx, "ReduceL2", [magnitude, axes_input(ctx, 1)], ctx.output(0), dtype, ARITHMETIC_VIA,
              cast_count=1, keepdims=int(node.attrs["keep_dims"]), noop_with_empty_axes=1)
 
 
 l2_loss = (OPS.declare("L2Loss", "sum(x ** 2) / 2 over all of x, a scalar.")
            .input("x", FLOAT_TYPES).output("y"))
-l2_loss.infer(lambda node: [TensorDesc(node.inputs[0].desc.dtype, ())])
+
+
+@l2_loss.infer
+def _infer_l2_loss(node):
+    return [TensorDesc(node.inputs[0].desc.dtype, ())]
 
 
 @l2_loss.lower
 def _lower_l2_loss(ctx, node):
     dtype = node.inputs[0].desc.dtype
-    total = ctx.emit("ReduceSumSquare", [ctx.input(0)], keepdims=0)[0]
+    total = ctx.op.ReduceSumSquare(ctx.input(0), keepdims=0)
     two = ctx.constant(np.array(2, numpy_dtype(dtype)))
-    ctx.emit("Div", [total, two], [ctx.output(0)])
+    ctx.op.Div(total, two, out=ctx.output(0))
 
 
 # -- top k ---------------------------------------------------------------------------------
@@ -210,11 +218,11 @@ def _infer_top_k(node):
 
 @top_k.lower
 def _lower_top_k(ctx, node):
-    from tf2ir.opp.common import cast_from_int64
-    k = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
+    from tf2ir.opp.emitting import cast_from_int64
+    k = ctx.op.Reshape(int64_input(ctx, 1), ctx.constant(np.array([1], np.int64)))
     indices = ctx.fresh("indices")
-    ctx.emit("TopK", [ctx.input(0), k], [ctx.output(0), indices], axis=node.attrs["dim"],
-             largest=int(node.attrs["largest"]), sorted=int(node.attrs["sorted"]))
+    ctx.op.TopK(ctx.input(0), k, outputs=[ctx.output(0), indices], axis=node.attrs["dim"],
+                largest=int(node.attrs["largest"]), sorted=int(node.attrs["sorted"]))
     cast_from_int64(ctx, indices, node.attrs["index_type"], ctx.output(1))
 
 
@@ -277,26 +285,26 @@ def _lower_cumprod(ctx, node):
     a = onnx_axis(axis[0], x.rank)
     dtype = ARITHMETIC_VIA.get(x.dtype, x.dtype)
     source = ctx.input(0) if dtype == x.dtype else emit_cast(ctx, ctx.input(0), dtype)
-    shape = ctx.emit("Shape", [source])[0]
-    before = ctx.emit("Slice", [shape, int64_constant(ctx, [0]), int64_constant(ctx, [a])])[0]
+    shape = ctx.op.Shape(source)
+    before = ctx.op.Slice(shape, int64_constant(ctx, [0]), int64_constant(ctx, [a]))
     # the dims after the axis; none after axis -1 (a + 1 == 0 would take them all)
-    after = ctx.emit("Slice", [shape, int64_constant(ctx, [a + 1 if a != -1 else INT64_MAX]),
-                               int64_constant(ctx, [INT64_MAX])])[0]
+    after = ctx.op.Slice(shape, int64_constant(ctx, [a + 1 if a != -1 else INT64_MAX]),
+                         int64_constant(ctx, [INT64_MAX]))
     body_rank = None if x.rank is None else x.rank - 1
     if x.rank is None:
         # onnxruntime wants the rank of a Scan body's outputs: the input is scanned as
         # [dims before the axis, the axis, dims after it], each group's product, and reshaped back
-        groups = [ctx.emit("ReduceProd", [ctx.emit("Concat", [int64_constant(ctx, [1]), dims],
-                                                   axis=0)[0]], keepdims=1)[0]
+        groups = [ctx.op.ReduceProd(ctx.op.Concat(int64_constant(ctx, [1]), dims,
+                                                  axis=0), keepdims=1)
                   for dims in (before, after)]
-        along = ctx.emit("Gather", [shape, int64_constant(ctx, [a])], axis=0)[0]
-        source = ctx.emit("Reshape", [source, ctx.emit("Concat", [groups[0], along, groups[1]],
-                                                       axis=0)[0]])[0]
+        along = ctx.op.Gather(shape, int64_constant(ctx, [a]), axis=0)
+        source = ctx.op.Reshape(source, ctx.op.Concat(groups[0], along, groups[1],
+                                                      axis=0))
         before, after, a, body_rank = groups[0], groups[1], 1, 2
     # the running product starts as ones shaped like one slice along the axis
-    slice_shape = ctx.emit("Concat", [before, after], axis=0)[0]
+    slice_shape = ctx.op.Concat(before, after, axis=0)
     one = helper.make_tensor("one", ONNX_DTYPES[dtype], [1], [1])
-    ones = ctx.emit("ConstantOfShape", [slice_shape], value=one)[0]
+    ones = ctx.op.ConstantOfShape(slice_shape, value=one)
 
     elem_type = ONNX_DTYPES[dtype]
     prev, item = ctx.fresh("running"), ctx.fresh("item")
@@ -313,14 +321,14 @@ def _lower_cumprod(ctx, node):
         [helper.make_tensor_value_info(name, elem_type, dims) for name in (running, emitted)])
     direction = int(node.attrs["reverse"])
     product = ctx.fresh("cumprod")
-    ctx.emit("Scan", [ones, source], [ctx.fresh("final"), product], body=body, num_scan_inputs=1,
-             scan_input_axes=[a], scan_input_directions=[direction],
-             scan_output_axes=[a], scan_output_directions=[direction])
+    ctx.op.Scan(ones, source, outputs=[ctx.fresh("final"), product], body=body, num_scan_inputs=1,
+                scan_input_axes=[a], scan_input_directions=[direction],
+                scan_output_axes=[a], scan_output_directions=[direction])
     if x.rank is None:
-        product = ctx.emit("Reshape", [product, shape])[0]
+        product = ctx.op.Reshape(product, shape)
     if dtype != x.dtype:
-        product = ctx.emit("Cast", [product], to=ONNX_DTYPES[x.dtype])[0]
-    ctx.emit("Identity", [product], [ctx.output(0)])
+        product = ctx.op.Cast(product, to=ONNX_DTYPES[x.dtype])
+    ctx.op.Identity(product, out=ctx.output(0))
 
 
 # -- bucketize ------------------------------------------------------------------------------
@@ -343,7 +351,7 @@ def _lower_bucketize(ctx, node):
     n = node.attrs["num_features"]
     axis = ctx.constant(np.array([-1], np.int64))
     for i in range(n):
-        values = ctx.emit("Unsqueeze", [ctx.input(i), axis])[0]          # [batch, 1]
-        above = ctx.emit("GreaterOrEqual", [values, ctx.input(n + i)])[0]  # [batch, k]
-        counts = ctx.emit("Cast", [above], to=6)[0]                       # int32
-        ctx.emit("ReduceSum", [counts, axis], [ctx.output(i)], keepdims=0)
+        values = ctx.op.Unsqueeze(ctx.input(i), axis)          # [batch, 1]
+        above = ctx.op.GreaterOrEqual(values, ctx.input(n + i))  # [batch, k]
+        counts = ctx.op.Cast(above, to=6)                       # int32
+        ctx.op.ReduceSum(counts, axis, out=ctx.output(i), keepdims=0)
