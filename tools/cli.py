@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     from tf2ir.tools import check
     check.add_parser(sub)
     report.add_parser(sub)
+    from tf2ir.tools import optimize
+    optimize.add_parser(sub)
     return parser
 
 
@@ -279,9 +281,15 @@ def cmd_run(args) -> int:
     return run(args)
 
 
+def cmd_optimize(args) -> int:
+    from tf2ir.tools.optimize import run
+    return run(args)
+
+
 COMMANDS = {"convert": cmd_convert, "compile": cmd_compile, "plugins": cmd_plugins,
             "new-plugin": cmd_new_plugin, "batch": cmd_batch, "verify": cmd_verify,
-            "check": cmd_check, "run": cmd_run, "report": cmd_report}
+            "check": cmd_check, "run": cmd_run, "report": cmd_report,
+            "optimize": cmd_optimize}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
