@@ -158,6 +158,9 @@ class OpPrototype:
     lower_fn: Optional[LowerFn] = None
     fold_fn: Optional[FoldFn] = None
     kernel_fn: Optional[KernelFn] = None
+    # ONNX forms per target opset: ((first, last or None), lowering) beside the default
+    lower_forms: List[Tuple[Tuple[int, Optional[int]], LowerFn]] = field(default_factory=list)
+    lower_default: Optional[LowerFn] = None
     refused: str = ""       # why a TF op mapped to this op cannot convert (refuse())
     doc: str = ""
     priority: int = 0       # higher wins when two plugins declare one op type
@@ -214,9 +217,44 @@ class OpPrototype:
         self.fold_fn = self._function(fn, "fold")
         return fn
 
-    def lower(self, fn: LowerFn) -> LowerFn:
-        self.lower_fn = self._function(fn, "lower")
+    def lower(self, fn: Optional[LowerFn] = None, *,
+              opsets: Optional[Tuple[int, Optional[int]]] = None) -> Any:
+        """The ONNX lowering: `@proto.lower` the default one; `@proto.lower(opsets=(lo, hi))`
+        a form serving target opsets lo..hi (hi None: no end), preferred where it serves.
+        With forms, `lower_fn` picks by the context's `opset` (else `max_opset`)."""
+        if fn is None:
+            return lambda f: self.lower(f, opsets=opsets)
+        fn = self._function(fn, "lower")
+        if opsets is None:
+            self.lower_default = fn
+            if not self.lower_forms:
+                self.lower_fn = fn
+            return fn
+        lo, hi = opsets
+        if not isinstance(lo, int) or not (hi is None or isinstance(hi, int) and hi >= lo) or any(
+                (h is None or lo <= h) and (hi is None or l <= hi)
+                for (l, h), _ in self.lower_forms):
+            raise ValueError(f"{self.op_type}: lowering opsets {opsets!r} are not a range "
+                             "apart from the other forms'")
+        self.lower_forms.append(((lo, hi), fn))
+        self.lower_fn = self._lower_by_opset
         return fn
+
+    def lowering_for(self, opset: int) -> Optional[LowerFn]:
+        """The lowering that serves target `opset`: its form, else the default."""
+        for (lo, hi), fn in self.lower_forms:
+            if lo <= opset and (hi is None or opset <= hi):
+                return fn
+        return self.lower_default
+
+    def _lower_by_opset(self, ctx: Any, node: "Node") -> None:
+        opset = getattr(ctx, "opset", None) or getattr(ctx, "max_opset", None)
+        fn = self.lowering_for(opset) if opset else self.lower_default
+        if fn is None:
+            from tf2ir.ir.errors import ConversionError, ExitStatus
+            raise ConversionError(f"{self.op_type} has no ONNX lowering for opset {opset}",
+                                  exit_code=ExitStatus.UNSUPPORTED)
+        fn(ctx, node)
 
     def refuse(self, reason: str) -> "OpPrototype":
         """Declare an op tf2ir knows and cannot convert exactly: mapping a node to it is an
