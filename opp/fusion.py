@@ -87,29 +87,31 @@ def _infer_gelu(node):
 
 @gelu.lower
 def _lower_gelu(ctx, node):
-    """ONNX Gelu (opset 20; the compiler raises the model's opset for it): one node that
-    onnxruntime runs as one kernel and fuses with a preceding bias. In a model that must
-    stay at opset 18 (an op there would change meaning at 20), the formula from its ops."""
-    if ctx.max_opset >= 20:
-        ctx.emit("Gelu", [ctx.input(0)], [ctx.output(0)], approximate=node.attrs["approximate"])
-        return
+    """The formula from its ops, which every target opset has (ONNX Gelu is opset 20's)."""
     dtype = node.inputs[0].desc.dtype
     x = ctx.input(0) if dtype == "float32" else emit_cast(ctx, ctx.input(0), "float32")
 
     def c(value):
         return ctx.constant(np.array(value, np.float32), "gelu")
     if node.attrs["approximate"] == "tanh":
-        cubic = ctx.emit("Mul", [ctx.emit("Pow", [x, c(3.0)])[0], c(0.044715)])[0]
-        inner = ctx.emit("Mul", [ctx.emit("Add", [x, cubic])[0], c(math.sqrt(2 / math.pi))])[0]
-        phi = ctx.emit("Tanh", [inner])[0]
+        cubic = ctx.op.Mul(ctx.op.Pow(x, c(3.0)), c(0.044715))
+        inner = ctx.op.Mul(ctx.op.Add(x, cubic), c(math.sqrt(2 / math.pi)))
+        phi = ctx.op.Tanh(inner)
     else:           # erf has a float32 kernel only in onnxruntime's CPU backend
-        phi = ctx.emit("Erf", [ctx.emit("Div", [x, c(math.sqrt(2.0))])[0]])[0]
-    half_x = ctx.emit("Mul", [x, c(0.5)])[0]
+        phi = ctx.op.Erf(ctx.op.Div(x, c(math.sqrt(2.0))))
+    half_x = ctx.op.Mul(x, c(0.5))
     if dtype == "float32":
-        ctx.emit("Mul", [half_x, ctx.emit("Add", [phi, c(1.0)])[0]], [ctx.output(0)])
+        ctx.op.Mul(half_x, ctx.op.Add(phi, c(1.0)), out=ctx.output(0))
     else:
-        emit_cast(ctx, ctx.emit("Mul", [half_x, ctx.emit("Add", [phi, c(1.0)])[0]])[0], dtype,
+        emit_cast(ctx, ctx.op.Mul(half_x, ctx.op.Add(phi, c(1.0))), dtype,
                   ctx.output(0))
+
+
+@gelu.lower(opsets=(20, None))
+def _lower_gelu_20(ctx, node):
+    """ONNX Gelu (opset 20 on): one node that onnxruntime runs as one kernel and fuses with a
+    preceding bias."""
+    ctx.op.Gelu(ctx.input(0), out=ctx.output(0), approximate=node.attrs["approximate"])
 
 
 swish = (OPS.declare("Swish", "x * sigmoid(beta * x) (SiLU for beta 1).")
