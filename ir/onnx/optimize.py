@@ -53,18 +53,26 @@ def load_model(path: str) -> Tuple[onnx.ModelProto, List[str]]:
     folder = os.path.dirname(os.path.abspath(path))
     try:
         model = onnx.load(path, load_external_data=False)
-        files = external_files(model, folder)
-        if files:
-            onnx.load_external_data_for_model(model, folder)
-    except OSError as exc:
-        raise ConversionError(f"{path}: cannot read its external data: "
-                              f"{exc.strerror or exc}") from None
     except Exception as exc:   # protobuf's DecodeError and onnx's own checks
         raise ConversionError(f"{path}: not an ONNX model ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+                              f"{_first_line(exc)})") from None
+    files = external_files(model, folder)
+    if files:
+        try:
+            onnx.load_external_data_for_model(model, folder)
+        except OSError as exc:
+            raise ConversionError(f"{path}: cannot read its external data: "
+                                  f"{exc.strerror or exc}") from None
+        except Exception as exc:   # onnx refuses a location outside the folder, a non-file
+            raise ConversionError(f"{path}: cannot read its external data: "
+                                  f"{_first_line(exc)}") from None
     if not model.HasField("graph"):
         raise ConversionError(f"{path}: not an ONNX model (no graph)")
     return model, files
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def external_files(model: onnx.ModelProto, folder: str) -> List[str]:
