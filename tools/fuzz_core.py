@@ -1,15 +1,16 @@
 """What the fuzz harness (tools/fuzz.py) and its modes (tools/fuzz_saved_model.py,
-tools/fuzz_manifest.py) share: protobuf values built without TensorFlow, the seed corpus
-they mutate, the exceptions a case raises for each defect outcome, and the check of a
-written model. The harness imports its modes and the modes import this module (and
-tools/fuzz_mutate.py), never the harness: the imports go one way, and the exception classes
-run_case catches are the ones the modes raise, however the harness was started."""
+tools/fuzz_manifest.py) share: protobuf values and GraphDefs built without TensorFlow, the
+seed corpus they mutate, the exceptions a case raises for each defect outcome, and the check
+of a written model. The harness (tools/fuzz.py and the modules it is split into) imports its
+modes and the modes import this module (and tools/fuzz_mutate.py), never the harness: the
+imports go one way, and the exception classes run_case catches are the ones the modes raise,
+however the harness was started."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -102,6 +103,61 @@ def _attr(value, proto=None):
     else:
         raise TypeError(f"no AttrValue for {value!r}")
     return proto
+
+
+# == GraphDefs ===============================================================================
+class GraphBuilder:
+    """A small GraphDef under construction, without TensorFlow."""
+
+    def __init__(self, name: str):
+        from tensorboard.compat.proto import graph_pb2
+        self.name = name
+        self.graph = graph_pb2.GraphDef()
+        self.graph.versions.producer = 1882
+        self._count = 0
+
+    def _name(self, base: str) -> str:
+        self._count += 1
+        return f"{base}_{self._count}"
+
+    def node(self, op: str, inputs: Sequence[str] = (), name: Optional[str] = None,
+             nodes=None, **attrs) -> str:
+        target = self.graph.node if nodes is None else nodes
+        node = target.add(name=name or self._name(op.lower()), op=op, input=list(inputs))
+        for key, value in attrs.items():
+            if value is not None:
+                _attr(value, node.attr[key])
+        return node.name
+
+    def ph(self, dtype: str = "float32", shape=(2, 3), name: Optional[str] = None) -> str:
+        return self.node("Placeholder", (), name or self._name("x"), dtype=Dt(dtype),
+                         shape=Shp(shape) if shape is not None else None)
+
+    def const(self, value, dtype: Optional[str] = None, name: Optional[str] = None) -> str:
+        array = np.asarray(value, dtype=dtype)
+        from tf2ir.ir.tensor import dtype_of_numpy
+        kind = "string" if array.dtype.kind in "SUO" else dtype_of_numpy(array.dtype)
+        return self.node("Const", (), name or self._name("c"), dtype=Dt(kind), value=array)
+
+    def op(self, op: str, *inputs: str, T: Optional[str] = "float32", name: Optional[str] = None,
+           **attrs) -> str:
+        return self.node(op, inputs, name, **({"T": Dt(T)} if T else {}), **attrs)
+
+    def function(self, name: str, args: Sequence[Tuple[str, str]], results: Sequence[Tuple[str, str]],
+                 body: Callable[["GraphBuilder", Any], Dict[str, str]]) -> None:
+        """Add a FunctionDef: `body(builder, nodes)` adds nodes (names of args and
+        "node:out:0" references as inputs) and returns {result: reference}."""
+        fdef = self.graph.library.function.add()
+        fdef.signature.name = name
+        for arg, dtype in args:
+            fdef.signature.input_arg.add(name=arg, type=_dtype_enum(dtype))
+        for res, dtype in results:
+            fdef.signature.output_arg.add(name=res, type=_dtype_enum(dtype))
+        for key, ref in body(self, fdef.node_def).items():
+            fdef.ret[key] = ref
+
+    def serialize(self) -> bytes:
+        return self.graph.SerializeToString(deterministic=True)
 
 
 # == the corpus =============================================================================

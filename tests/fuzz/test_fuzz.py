@@ -441,7 +441,7 @@ def test_outcomes_the_modes_raise_are_caught_when_the_harness_runs_as_main(tmp_p
     monkeypatch.setitem(sys.modules, "_fuzz_as_main", module)   # what python -m does for __main__
     spec.loader.exec_module(module)
     copy = vars(module)
-    assert copy["run_case"] is not fuzz.run_case
+    assert copy["main"] is not fuzz.main   # a second copy (run_case: tools/fuzz_oracle.py's)
     assert (fuzz_manifest.Escape, fuzz_saved_model.Escape) == (fuzz_core.Escape, fuzz_core.Escape)
     ctx = copy["Context"](str(tmp_path))
     missing = str(tmp_path / "missing.onnx")
@@ -458,15 +458,20 @@ def test_outcomes_the_modes_raise_are_caught_when_the_harness_runs_as_main(tmp_p
 
 def test_harness_frames_are_not_tf2ir_frames():
     """A crash's group names the innermost frame in tf2ir's code, past the harness's own
-    files (fuzz.py, fuzz_core.py, fuzz_mutate.py); the modes' frames count."""
+    files (fuzz.py and the modules it is split into, fuzz_core.py, fuzz_mutate*.py); the
+    modes' frames count."""
     import traceback
 
     def frame(rel):
         return traceback.FrameSummary(os.path.join(ROOT, *rel.split("/")), 7, "f")
-    for harness in ("tools/fuzz.py", "tools/fuzz_core.py", "tools/fuzz_mutate.py"):
+    for harness in ("tools/fuzz.py", "tools/fuzz_core.py", "tools/fuzz_mutate.py",
+                    "tools/fuzz_mutate_graph.py", "tools/fuzz_mutate_ir.py", "tools/fuzz_seeds.py",
+                    "tools/fuzz_cases.py", "tools/fuzz_oracle.py", "tools/fuzz_driver.py"):
         assert fuzz.tf2ir_frame([frame("parser/attrs.py"), frame(harness)]) == ("parser/attrs.py:7", "f")
     assert fuzz.tf2ir_frame([frame("parser/attrs.py"), frame("tools/fuzz_manifest.py")]) == (
         "tools/fuzz_manifest.py:7", "f")
+    assert fuzz.tf2ir_frame([frame("parser/attrs.py"), frame("tools/fuzz_saved_model_mutate.py")]) == (
+        "tools/fuzz_saved_model_mutate.py:7", "f")
 
 
 @pytest.mark.parametrize("kind", ["savedmodel", "manifest"])
