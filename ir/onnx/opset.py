@@ -1,7 +1,7 @@
 """The ONNX opset a compiled model declares: the lowerings write the op versions of OPSET
 (18); a model with an op only a newer opset has (Gelu, 20) declares that opset, unless an op
 it holds would change meaning there, in which case the compiler lowers it again within
-OPSET."""
+OPSET. Other target opsets (13 to the newest onnx and onnxruntime share): ir/onnx/forms.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import List
 import onnx
 
 OPSET = 18          # the opset whose op versions the lowerings write
-MAX_OPSET = 20      # the newest opset a lowering may use an op of (Gelu)
+MAX_OPSET = 20      # the newest opset a lowering's form may serve by default (Gelu's, 20)
 
 
 @functools.lru_cache(maxsize=None)
