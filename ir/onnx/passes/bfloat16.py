@@ -13,27 +13,19 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from tf2ir.ir.onnx.kernels import OPSET as KERNEL_OPSET, bfloat16_ops
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import dtype_of_numpy
 
 BF16, FLOAT = onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT
-OPSET = 18      # the opset compile.py writes; the kernel table is for its op versions
+OPSET = KERNEL_OPSET    # the opset compile.py writes; the kernel table is for its op versions
 
-# The standard ops whose onnxruntime CPU kernel takes bfloat16 for the op's version at opset 18.
-# Obtained from onnxruntime 1.32's own kernel registry (get_all_opkernel_def(): CPU kernels
-# whose version range holds the op's version at opset 18 and whose type constraints list
-# tensor(bfloat16)) and confirmed by creating single-node sessions: see
-# tests/ir/onnx/test_pass_bfloat16.py, which checks the table against the installed onnxruntime.
-BFLOAT16_CPU_KERNELS = frozenset({
-    "Cast", "Compress", "Concat", "ConcatFromSequence", "ConstantOfShape", "Flatten", "Gather",
-    "GatherElements", "GatherND", "Identity", "If", "LayerNormalization", "Loop", "Optional",
-    "OptionalGetElement", "OptionalHasElement", "RandomNormalLike", "RandomUniformLike",
-    "Reshape", "ReverseSequence", "Scan", "ScatterElements", "ScatterND", "SequenceAt",
-    "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
-    "Shape", "Shrink", "Sign", "Slice", "Split", "SplitToSequence", "Squeeze", "Transpose",
-    "Unsqueeze",
-})
+# The standard ops whose onnxruntime CPU kernel takes bfloat16 for the op's version at opset 18:
+# ir/onnx/kernels.py's table (checked against the installed onnxruntime by
+# tests/ir/test_kernel_table.py, and against onnxruntime's kernel registry by
+# tests/ir/onnx/test_pass_bfloat16.py).
+BFLOAT16_CPU_KERNELS = bfloat16_ops()
 # Attributes that make an op's output bfloat16 without a bfloat16 input (EyeLike, RandomNormal).
 _DTYPE_ATTRS = ("dtype", "to")
 
