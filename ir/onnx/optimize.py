@@ -32,6 +32,7 @@ from tf2ir.ir.passes.manager import PassManager, Switches
 # (the model is not serialized with its weights; models over 2 GB are inferred too).
 _INFER_INLINE_BYTES = 1024
 _ONNX_TO_DTYPE = {int(v): k for k, v in ONNX_DTYPES.items()}
+_ROUNDS = 16  # passes, shape inference again, passes ... while the graph shrinks
 _CONSTANT_ATTRS = ("value", "value_float", "value_floats", "value_int", "value_ints",
                    "value_string", "value_strings")
 
@@ -115,22 +116,31 @@ def _upgrade(model: onnx.ModelProto, name: str) -> onnx.ModelProto:
                               f"passes: {str(exc).splitlines()[0] if str(exc) else exc}") from None
 
 
-def _inferred(model: onnx.ModelProto) -> Dict[str, onnx.TypeProto]:
-    """Each name's type as onnx's shape inference sees it (empty where inference fails)."""
+def _inferred(model: onnx.ModelProto, nodes: Sequence[onnx.NodeProto],
+              initializers: Dict[str, np.ndarray]) -> Dict[str, onnx.TypeProto]:
+    """Each name's type as onnx's shape inference sees it for `model`'s graph holding `nodes`
+    and `initializers` (empty where inference fails). Large initializers stand in as typed
+    graph inputs: the weights are not serialized again."""
     light = onnx.ModelProto()
-    saved = list(model.graph.initializer)
-    del model.graph.initializer[:]
+    graph = model.graph
+    saved_init, saved_nodes = list(graph.initializer), list(graph.node)
+    del graph.initializer[:]
+    del graph.node[:]
     try:
-        light.CopyFrom(model)   # without the weights
+        light.CopyFrom(model)
     finally:
-        model.graph.initializer.extend(saved)
+        graph.initializer.extend(saved_init)
+        graph.node.extend(saved_nodes)
+    light.graph.node.extend(nodes)
     inputs = {i.name for i in light.graph.input}
-    for tensor in saved:
-        if _nbytes(tensor) < _INFER_INLINE_BYTES:
-            light.graph.initializer.add().CopyFrom(tensor)
-        elif tensor.name not in inputs:
-            light.graph.input.append(
-                helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
+    for name, array in initializers.items():
+        if name in inputs:
+            continue
+        if array.nbytes < _INFER_INLINE_BYTES or array.dtype == object:
+            light.graph.initializer.append(numpy_helper.from_array(array, name))
+        else:
+            light.graph.input.append(helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
     try:
         light = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
     except Exception:   # a model onnx cannot infer (custom domains): the passes know less
@@ -253,16 +263,22 @@ def optimize_model(model: onnx.ModelProto, passes: Switches = None,
             initializers[node.output[0]] = value
         else:
             nodes.append(node)
-    ranks, dtypes, shapes = _describe(_inferred(model))
     sparse = [s.values.name for s in graph.sparse_initializer]
-    lowered = _pass_graph(nodes, initializers, input_names + sparse, outputs, names,
-                          ranks, dtypes, shapes)
-    try:
-        counts = manager.run(lowered, kind="onnx")
-    except ConversionError as exc:
-        raise exc.located(model=name)
-    protos = _protos(lowered)
-    out = _rebuild(model, protos, lowered, kept_tensors, names)
+    counts: Dict[str, int] = {}
+    for _ in range(_ROUNDS):   # what the passes make constant lets inference know more
+        ranks, dtypes, shapes = _describe(_inferred(model, nodes, initializers))
+        lowered = _pass_graph(nodes, initializers, input_names + sparse, outputs, names,
+                              ranks, dtypes, shapes)
+        try:
+            done = manager.run(lowered, kind="onnx")
+        except ConversionError as exc:
+            raise exc.located(model=name)
+        for key, count in done.items():
+            counts[key] = counts.get(key, 0) + count
+        before, nodes, initializers = len(nodes), _protos(lowered), lowered.initializers
+        if len(nodes) == before:
+            break
+    out = _rebuild(model, nodes, lowered, kept_tensors, names)
     used = _used(out.graph.node, lowered)
     return out, [(n, a) for n, a in lowered.initializers.items() if n in used], counts
 

@@ -22,6 +22,8 @@ from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
 from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
+from tf2ir.ir.onnx.passes.shapes import fold_static_shapes
+from tf2ir.ir.onnx.passes.reshape_chain import merge_reshape_chains
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
@@ -86,6 +88,14 @@ ONNX_PASSES: List[PassRecord] = [
           "between Casts (off: for a runtime with those kernels)",
           after=_REWRITES, before=("dce",)),
     _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES),
+    _onnx("static_shape", fold_static_shapes,
+          "Shape/Size of statically known shapes and integer reductions of constants made "
+          "constant, and what they feed folded (exporters' shape arithmetic)",
+          before=("fold", "reshape")),
+    _onnx("reshape_chain", merge_reshape_chains,
+          "Reshape/Squeeze/Unsqueeze/Flatten of one of them, of a statically known result "
+          "shape, as one Reshape", after=("fold", "reshape", "static_shape"),
+          before=("layout", "dce")),
 ]
 
 
