@@ -80,11 +80,13 @@ class _Reference:
 
 
 def _names_read(nodes) -> set:
-    from tf2ir.ir.onnx.passes.lowered import subgraph_names
+    from tf2ir.ir.onnx.graph import graph_reads
     names = set()
     for node in nodes:
         names.update(node.input)
-        names.update(subgraph_names(node))
+        for attr in node.attribute:
+            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                names |= graph_reads(sub)
     return names
 
 
@@ -184,9 +186,10 @@ class _Checker:
                 ctx = lower_graph(clone_graph(graph))
             except ConversionError:          # needs the IR folding still to come
                 return
-            nodes, inits, defaults = ctx.nodes, ctx.initializers, ctx.input_defaults or {}
+            nodes, inits, defaults = ctx.onnx.to_protos(), ctx.initializers, \
+                ctx.input_defaults or {}
         else:
-            nodes, inits, defaults = graph.nodes, graph.initializers, self.ref.defaults
+            nodes, inits, defaults = graph.to_protos(), graph.initializers, self.ref.defaults
         model = assemble(nodes, inits, self.ref.model, defaults)
         key = model.SerializeToString(deterministic=True)
         if key == self.last:                 # nothing changed since the last check

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -17,7 +18,8 @@ from tf2ir.ir.onnx.opset import (
 )
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, subgraph_names
+from tf2ir.ir.onnx.graph import GraphInvariantError, OnnxGraph, OnnxNode
+from tf2ir.ir.onnx.node import OpEmitter
 from tf2ir.ir.passes import IR_PASSES, PassManager
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.verify import check_graph
@@ -60,9 +62,11 @@ class LowerContext:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.nodes: List[onnx.NodeProto] = []
         self.initializers: Dict[str, np.ndarray] = {}
         self._taken = {v.name for v in graph.values()}
+        # what the lowerings emit: the ONNX graph the passes then rewrite
+        self.onnx = OnnxGraph(self.fresh, [v.name for v in graph.inputs],
+                              [v.name for v in graph.outputs], self.initializers)
         self._const_cache: Dict[tuple, str] = {}
         self.node: Optional[Node] = None
         self.model: Optional[str] = None
@@ -72,6 +76,11 @@ class LowerContext:
         self.notes: List[Tuple[str, bool]] = []    # (message, is a warning), see `note`
         # the newest opset whose ops a lowering may write (Gelu's lowering asks)
         self.max_opset = MAX_OPSET
+
+    @property
+    def nodes(self) -> List[OnnxNode]:
+        """The ONNX nodes emitted so far, in order (a new list)."""
+        return self.onnx.nodes
 
     # -- names -----------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -115,9 +124,8 @@ class LowerContext:
         if isinstance(outputs, int):
             outputs = [self.fresh(op_type) for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
-        node = helper.make_node(op_type, list(inputs), list(outputs),
-                                name=self.fresh(op_type + "_node"), domain=domain or None, **attrs)
-        self.nodes.append(node)
+        self.onnx.append(OnnxNode(op_type, inputs, outputs, self.fresh(op_type + "_node"), domain,
+                                  attrs))
         return list(outputs)
 
     @property
@@ -153,6 +161,7 @@ class LowerContext:
         if self.input_defaults is None:
             return False
         self.input_defaults[name] = np.asarray(default)
+        self.onnx.add_graph_input(name)
         return True
 
     def note(self, message: str, warning: bool = False) -> None:
@@ -180,8 +189,9 @@ class LowerContext:
         """A context for an ONNX subgraph: its own node list; value names, initializers and
         shared constants are the model's (ONNX subgraphs read outer-scope names)."""
         child = LowerContext.__new__(LowerContext)
-        child.graph, child.nodes, child.node, child.model = self.graph, [], None, self.model
+        child.graph, child.node, child.model = self.graph, None, self.model
         child.initializers, child._taken = self.initializers, self._taken
+        child.onnx = OnnxGraph(child.fresh, initializers=self.initializers, open_scope=True)
         child._const_cache = self._const_cache
         child.input_defaults, child.notes = None, self.notes
         child.max_opset = self.max_opset
@@ -222,31 +232,7 @@ class LowerContext:
                 out = self.emit("Identity", [out], [self.fresh(f"{name}/{out}")])[0]
             names.append(out)
             infos.append(subgraph_value_info(out, desc))
-        return helper.make_graph(self.nodes, name, list(inputs), infos)
-
-
-class OpEmitter:
-    """`ctx.op.<OnnxOp>(*inputs, out=None, outputs=None, domain="", **attrs)` (see
-    `LowerContext.op`); opp's Emitter adds a working dtype and its constants."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: "LowerContext"):
-        self.ctx = ctx
-
-    def __getattr__(self, onnx_op: str) -> Callable[..., Any]:
-        if onnx_op.startswith("__"):
-            raise AttributeError(onnx_op)
-        emit = self.ctx.emit
-
-        def write(*inputs: str, out: Optional[str] = None,
-                  outputs: Union[None, int, Sequence[str]] = None, domain: str = "", **attrs):
-            if outputs is None:
-                return emit(onnx_op, inputs, [out] if out else 1, domain, **attrs)[0]
-            if out is not None:
-                raise TypeError(f"ctx.op.{onnx_op}: give out= or outputs=, not both")
-            return emit(onnx_op, inputs, outputs, domain, **attrs)
-        return write
+        return helper.make_graph(self.onnx.to_protos(), name, list(inputs), infos)
 
 
 def lower_graph(graph: Graph, model: Optional[str] = None,
@@ -287,37 +273,34 @@ ALL_PASSES = IR_PASSES + ONNX_PASSES
 def pass_manager(passes: Switches = None, check_passes: bool = False) -> PassManager:
     """The pass manager of a compilation: the IR and ONNX passes, switched by `passes`
     (--passes words); with `check_passes` the graph is checked after every pass."""
+    check_passes = check_passes or os.environ.get("TF2IR_CHECK_PASSES") == "1"
     return PassManager(ALL_PASSES, passes, "--passes",
                        check=check_after_pass if check_passes else None)
 
 
 def check_after_pass(graph) -> None:
-    """--check-passes: an IR graph is checked against the prototypes; a lowered ONNX graph
-    must be in topological order, read only names that exist and pass onnx's node checker."""
+    """--check-passes: an IR graph is checked against the prototypes; a lowered ONNX graph's
+    invariants (order, use lists, producers) are checked from scratch and its default-domain
+    nodes by onnx's node checker."""
     if isinstance(graph, Graph):
         check_graph(graph)
         return
-    assert isinstance(graph, LoweredGraph)
-    known = set(graph.inputs) | set(graph.initializers)
+    assert isinstance(graph, OnnxGraph)
+    try:
+        graph.check()
+    except GraphInvariantError as exc:
+        raise ConversionError(str(exc)) from None
+    protos = graph.to_protos()
     ctx = onnx.checker.DEFAULT_CONTEXT
-    ctx.opset_imports = {"": choose_opset(graph.nodes)}
+    ctx.opset_imports = {"": choose_opset(protos)}
     ctx.ir_version = 9
-    outer = set().union(*(subgraph_names(n) for n in graph.nodes if graph.has_subgraphs(n)))
-    for node in graph.nodes:
-        for name in node.input:
-            if name and name not in known and name not in outer:
-                raise ConversionError(f"ONNX node {node.name!r} ({node.op_type}) reads "
-                                      f"{name!r} before anything produces it")
-        if node.domain in ("", "ai.onnx") and not graph.has_subgraphs(node):
+    for node, proto in zip(graph, protos):
+        if node.standard and not node.subgraphs:
             try:
-                onnx.checker.check_node(node, ctx)
+                onnx.checker.check_node(proto, ctx)
             except onnx.checker.ValidationError as exc:
                 raise ConversionError(f"ONNX node {node.name!r} ({node.op_type}): "
                                       f"{str(exc).splitlines()[0]}") from None
-        known.update(node.output)
-    for name in graph.outputs:
-        if name not in known:
-            raise ConversionError(f"graph output {name!r} is not produced")
 
 
 def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,
@@ -333,19 +316,20 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
         raise exc.located(model=model_name)
     ctx = lower_graph(graph, model=model_name)
     optimize_lowered(ctx, graph, manager)
+    nodes = ctx.onnx.to_protos()
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph
     # is smallest, since the first question loads onnx's schema registry (about 7 MB)
-    if changed_by_raising(ctx.nodes):
+    if changed_by_raising(nodes):
         ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
         optimize_lowered(ctx, graph, manager)
+        nodes = ctx.onnx.to_protos()
     for message, warning in ctx.notes:
         (log.warning if warning else log.info)("note: %s", message)
-    used = _input_names(ctx.nodes)
+    used = _input_names(nodes)
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
     defaults = ctx.input_defaults or {}
     inputs = {v.name for v in graph.inputs} | set(defaults)
-    nodes = list(ctx.nodes)
     # An output that is a graph input or a constant needs a node to produce it under its name.
     for value in graph.outputs:
         if value.name in inputs or value.name in ctx.initializers:
