@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.opp.common import Emitter
+from tf2ir.opp.emitting import Emitter
 
 PI = float(np.pi)
 

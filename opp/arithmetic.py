@@ -11,10 +11,10 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES
 from tf2ir.opp import complexmath
-from tf2ir.opp.common import (
-    ARITHMETIC_VIA, FLOAT_KERNELS, MINMAX_VIA, NO_BF16, Emitter, broadcast_shapes, declare_binary,
-    emit_via, fold_with, infer_broadcast, lowering,
-)
+from tf2ir.opp.carriers import ARITHMETIC_VIA, FLOAT_KERNELS, MINMAX_VIA, NO_BF16
+from tf2ir.opp.declare import declare_binary, fold_with
+from tf2ir.opp.emitting import Emitter, emit_via, lowering
+from tf2ir.opp.shapes import broadcast_shapes, infer_broadcast
 
 OPS = OpSet("tf2ir.opp.arithmetic")
 

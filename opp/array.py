@@ -9,9 +9,9 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
 from tf2ir.opp.spectral import COMPLEX, check_pair_outputs, pair_input
-from tf2ir.opp.common import (
-    INT64_MIN, Emitter, cast_from_int64, const_ints, emit_cast, emit_dim, int64_input, normalize_axis,
-    partial_ints, same_as_input, scalar_int,
+from tf2ir.opp.emitting import Emitter, cast_from_int64, emit_cast, emit_dim, int64_input
+from tf2ir.opp.shapes import (
+    INT64_MIN, const_ints, normalize_axis, partial_ints, same_as_input, scalar_int,
 )
 
 OPS = OpSet("tf2ir.opp.array")

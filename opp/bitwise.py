@@ -8,7 +8,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INT_TYPES, numpy_dtype
-from tf2ir.opp.common import declare_binary, declare_unary
+from tf2ir.opp.declare import declare_binary, declare_unary
 
 OPS = OpSet("tf2ir.opp.bitwise")
 DOMAIN = "ai.tf2ir.bitwise"

@@ -9,8 +9,9 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import (INT64_MAX, const_ints, data_layout, int64_constant, int64_input,
-                              partial_ints)
+from tf2ir.opp.emitting import int64_constant, int64_input
+from tf2ir.opp.layouts import data_layout
+from tf2ir.opp.shapes import INT64_MAX, const_ints, partial_ints
 
 OPS = OpSet("tf2ir.opp.blocks")
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.opp.common import Emitter
+from tf2ir.opp.emitting import Emitter
 
 OPS = OpSet("tf2ir.opp.broadcast")
 SHAPE_TYPES = ("int32", "int64")

@@ -7,10 +7,10 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
-from tf2ir.opp.common import (
-    ALL_TYPES, FLOAT_KERNELS, NO_BF16, broadcast_shapes, declare_binary, fold_with, infer_broadcast,
-    lowering,
-)
+from tf2ir.opp.carriers import ALL_TYPES, FLOAT_KERNELS, NO_BF16
+from tf2ir.opp.declare import declare_binary, fold_with
+from tf2ir.opp.emitting import lowering
+from tf2ir.opp.shapes import broadcast_shapes, infer_broadcast
 
 OPS = OpSet("tf2ir.opp.compare")
 EQUALITY_TYPES = ALL_TYPES + ("string",)     # TF's Equal/NotEqual take every dtype

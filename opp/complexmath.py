@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Tuple
 
-from tf2ir.opp.common import Emitter
+from tf2ir.opp.emitting import Emitter
 from tf2ir.opp.spectral import COMPLEX, ELEMENTWISE, REAL_OF, check_pair_outputs, pair_input
 
 Pair = Tuple[str, str]

@@ -7,7 +7,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import const_ints, emit_dim, int64_input, normalize_axis, onnx_axis, scalar_int
+from tf2ir.opp.emitting import emit_dim, int64_input
+from tf2ir.opp.shapes import const_ints, normalize_axis, onnx_axis, scalar_int
 
 OPS = OpSet("tf2ir.opp.concat")
 

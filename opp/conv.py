@@ -12,8 +12,10 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES
-from tf2ir.opp.common import (TF_FILTER, check_window_attrs, data_layout, filter_layout,
-                              partial_ints, spatial_attrs, window_output)
+from tf2ir.opp.layouts import (
+    TF_FILTER, check_window_attrs, data_layout, filter_layout, spatial_attrs,
+)
+from tf2ir.opp.shapes import partial_ints, window_output
 
 OPS = OpSet("tf2ir.opp.conv")
 

@@ -8,10 +8,10 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    ALL_TYPES, const_ints, emit_cast, emit_where, fold_with, infer_from_shape_input, int64_input,
-    same_as_input, scalar_int64_input, unknown_desc,
-)
+from tf2ir.opp.carriers import ALL_TYPES
+from tf2ir.opp.declare import fold_with
+from tf2ir.opp.emitting import emit_cast, emit_where, int64_input, scalar_int64_input
+from tf2ir.opp.shapes import const_ints, infer_from_shape_input, same_as_input, unknown_desc
 
 OPS = OpSet("tf2ir.opp.creation")
 

@@ -21,7 +21,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES
-from tf2ir.opp.common import Emitter, emit_cast, int64_constant, partial_ints, window_output
+from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant
+from tf2ir.opp.shapes import partial_ints, window_output
 
 OPS = OpSet("tf2ir.opp.detection")
 # the image dtypes TF's CropAndResize and ResizeArea kernels take

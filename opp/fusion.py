@@ -9,7 +9,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
-from tf2ir.opp.common import emit_cast, normalize_axis, same_as_input
+from tf2ir.opp.emitting import emit_cast
+from tf2ir.opp.shapes import normalize_axis, same_as_input
 
 OPS = OpSet("tf2ir.opp.fusion")
 

@@ -7,7 +7,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import NUMBER_TYPES
-from tf2ir.opp.common import const_ints, data_layout, partial_ints
+from tf2ir.opp.layouts import data_layout
+from tf2ir.opp.shapes import const_ints, partial_ints
 from tf2ir.opp.conv import compute_input
 
 OPS = OpSet("tf2ir.opp.image")

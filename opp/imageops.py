@@ -19,7 +19,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.opp.common import Emitter, emit_cast, int64_constant, same_as_input
+from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant
+from tf2ir.opp.shapes import same_as_input
 
 OPS = OpSet("tf2ir.opp.imageops")
 IMAGE_FLOATS = ("float16", "float32")

@@ -8,9 +8,11 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    cast_from_int64, const_ints, emit_cast, emit_where, infer_from_shape_input, int64_constant,
-    int64_input, normalize_axis, onnx_axis, same_as_input, scalar_int, scalar_int64_input,
+from tf2ir.opp.emitting import (
+    cast_from_int64, emit_cast, emit_where, int64_constant, int64_input, scalar_int64_input,
+)
+from tf2ir.opp.shapes import (
+    const_ints, infer_from_shape_input, normalize_axis, onnx_axis, same_as_input, scalar_int,
 )
 
 OPS = OpSet("tf2ir.opp.indexing")

@@ -10,10 +10,12 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    ARITHMETIC_VIA, Emitter, broadcast_shapes, const_ints, emit_cast, emit_dim, emit_via, emit_where,
-    int64_constant, int64_input, same_as_input, scalar_int64_input,
+from tf2ir.opp.carriers import ARITHMETIC_VIA
+from tf2ir.opp.emitting import (
+    Emitter, emit_cast, emit_dim, emit_via, emit_where, int64_constant, int64_input,
+    scalar_int64_input,
 )
+from tf2ir.opp.shapes import broadcast_shapes, const_ints, same_as_input
 
 OPS = OpSet("tf2ir.opp.linalg")
 

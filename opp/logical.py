@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import OpSet
-from tf2ir.opp.common import declare_binary, declare_unary
+from tf2ir.opp.declare import declare_binary, declare_unary
 
 OPS = OpSet("tf2ir.opp.logical")
 

@@ -23,7 +23,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import NUMBER_TYPES, dtype_of_numpy
-from tf2ir.opp.common import emit_where
+from tf2ir.opp.emitting import emit_where
 
 OPS = OpSet("tf2ir.opp.lookup")
 ML_DOMAIN = "ai.onnx.ml"

@@ -15,9 +15,10 @@ from tf2ir.ir import OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp import complexmath
 from tf2ir.opp.angles import atan2 as _atan2, atan64
-from tf2ir.opp.common import (
-    FLOAT_KERNELS, NO_BF16, Emitter, declare_binary, declare_unary, emit_via, same_as_input,
-)
+from tf2ir.opp.carriers import FLOAT_KERNELS, NO_BF16
+from tf2ir.opp.declare import declare_binary, declare_unary
+from tf2ir.opp.emitting import Emitter, emit_via
+from tf2ir.opp.shapes import same_as_input
 
 OPS = OpSet("tf2ir.opp.math")
 

@@ -24,9 +24,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    Emitter, const_ints, emit_cast, emit_where, int64_input, same_as_input,
-)
+from tf2ir.opp.emitting import Emitter, emit_cast, emit_where, int64_input
+from tf2ir.opp.shapes import const_ints, same_as_input
 
 OPS = OpSet("tf2ir.opp.matrix")
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
-from tf2ir.opp.common import CHANNELS_FIRST, check_layout_declared, same_as_input
+from tf2ir.opp.layouts import CHANNELS_FIRST, check_layout_declared
+from tf2ir.opp.shapes import same_as_input
 
 OPS = OpSet("tf2ir.opp.nn")
 

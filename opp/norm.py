@@ -8,7 +8,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES
-from tf2ir.opp.common import data_layout, same_as_input
+from tf2ir.opp.layouts import data_layout
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.opp.conv import compute_input, emit_spatial
 
 OPS = OpSet("tf2ir.opp.norm")

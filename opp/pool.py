@@ -16,7 +16,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES, numpy_dtype
-from tf2ir.opp.common import Emitter, data_layout, emit_cast, spatial_attrs
+from tf2ir.opp.emitting import Emitter, emit_cast
+from tf2ir.opp.layouts import data_layout, spatial_attrs
 from tf2ir.opp.conv import (ORT_CONV_TYPES, compute_input, emit_spatial, onnx_pads, same_pads,
                             windowed_shape)
 

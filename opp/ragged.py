@@ -33,7 +33,8 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES, INT_TYPES
-from tf2ir.opp.common import INT64_MAX, Emitter, int64_constant, int64_input
+from tf2ir.opp.emitting import Emitter, int64_constant, int64_input
+from tf2ir.opp.shapes import INT64_MAX
 
 OPS = OpSet("tf2ir.opp.ragged")
 RANGE_TYPES = ("float32", "float64", "int32", "int64")

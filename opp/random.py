@@ -41,10 +41,8 @@ from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.errors import ExitStatus
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    Emitter, const_ints, emit_cast, infer_from_shape_input, int64_constant, int64_input,
-    same_as_input, scalar_int64_input,
-)
+from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant, int64_input, scalar_int64_input
+from tf2ir.opp.shapes import const_ints, infer_from_shape_input, same_as_input
 
 OPS = OpSet("tf2ir.opp.random")
 

@@ -32,10 +32,11 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    ARITHMETIC_VIA, INT64_MAX, Emitter, const_ints, emit_cast, emit_where, int64_constant, int64_input,
-    same_as_input, scalar_int64_input,
+from tf2ir.opp.carriers import ARITHMETIC_VIA
+from tf2ir.opp.emitting import (
+    Emitter, emit_cast, emit_where, int64_constant, int64_input, scalar_int64_input,
 )
+from tf2ir.opp.shapes import INT64_MAX, const_ints, same_as_input
 
 OPS = OpSet("tf2ir.opp.segment")
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
-from tf2ir.opp.common import ALL_TYPES, broadcast_shapes, fold_with, infer_broadcast, lowering
+from tf2ir.opp.carriers import ALL_TYPES
+from tf2ir.opp.declare import fold_with
+from tf2ir.opp.emitting import lowering
+from tf2ir.opp.shapes import broadcast_shapes, infer_broadcast
 
 OPS = OpSet("tf2ir.opp.select")
 

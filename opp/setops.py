@@ -23,9 +23,9 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import (
-    INT64_MAX, Emitter, broadcast_shapes, const_ints, emit_cast, int64_constant, int64_input,
-    lowering, normalize_axis, onnx_axis, same_as_input,
+from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant, int64_input, lowering
+from tf2ir.opp.shapes import (
+    INT64_MAX, broadcast_shapes, const_ints, normalize_axis, onnx_axis, same_as_input,
 )
 from tf2ir.opp.ragged import emit_coordinates, emit_strides
 

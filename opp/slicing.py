@@ -7,9 +7,10 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import (
-    INT64_MAX, INT64_MIN, const_ints, emit_along, emit_dim, int64_constant, int64_input,
-    normalize_axis, onnx_axis, partial_ints, same_as_input, unknown_desc,
+from tf2ir.opp.emitting import emit_along, emit_dim, int64_constant, int64_input
+from tf2ir.opp.shapes import (
+    INT64_MAX, INT64_MIN, const_ints, normalize_axis, onnx_axis, partial_ints, same_as_input,
+    unknown_desc,
 )
 
 OPS = OpSet("tf2ir.opp.slicing")

@@ -26,7 +26,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.tensor import INDEX_TYPES
-from tf2ir.opp.common import emit_cast, int64_constant, int64_input
+from tf2ir.opp.emitting import emit_cast, int64_constant, int64_input
 
 OPS = OpSet("tf2ir.opp.sparse")
 
@@ -68,7 +68,7 @@ def _strides(ctx, shape: str, rank) -> str:
     if rank is not None:
         parts = [_product(ctx, shape, d + 1, rank) for d in range(rank)]
         return parts[0] if rank == 1 else ctx.emit("Concat", parts, axis=0)[0]
-    from tf2ir.opp.common import Emitter
+    from tf2ir.opp.emitting import Emitter
     o = Emitter(ctx, "int64")
     axes = o.Range(o.c(0), o.Size(shape), o.c(1))
     after = o.Greater(o.Unsqueeze(axes, o.c([0])), o.Unsqueeze(axes, o.c([1])))   # [d, j]: j > d
@@ -87,7 +87,7 @@ sparse_to_dense = (
 
 @sparse_to_dense.infer
 def _infer_sparse_to_dense(node):
-    from tf2ir.opp.common import infer_from_shape_input
+    from tf2ir.opp.shapes import infer_from_shape_input
     return infer_from_shape_input(node, 1, node.inputs[2].desc.dtype)
 
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from tf2ir.ir import OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES, TensorDesc
-from tf2ir.opp.common import Emitter, emit_cast, infer_broadcast
+from tf2ir.opp.emitting import Emitter, emit_cast
+from tf2ir.opp.shapes import infer_broadcast
 
 OPS = OpSet("tf2ir.opp.special")
 

@@ -31,7 +31,8 @@ from typing import List, Optional
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
-from tf2ir.opp.common import Emitter, broadcast_shapes, const_ints, int64_input, same_as_input
+from tf2ir.opp.emitting import Emitter, int64_input
+from tf2ir.opp.shapes import broadcast_shapes, const_ints, same_as_input
 
 OPS = OpSet("tf2ir.opp.spectral")
 

@@ -26,7 +26,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
-from tf2ir.opp.common import broadcast_shapes, same_as_input
+from tf2ir.opp.shapes import broadcast_shapes, same_as_input
 from tf2ir.opp.fingerprint import fingerprint64
 
 OPS = OpSet("tf2ir.opp.strings")

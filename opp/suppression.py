@@ -15,7 +15,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.opp.common import Emitter, emit_cast
+from tf2ir.opp.emitting import Emitter, emit_cast
 
 OPS = OpSet("tf2ir.opp.suppression")
 I64 = ONNX_DTYPES["int64"]

@@ -51,7 +51,7 @@ Write {origin}'s semantics in `kernel`, or replace the lowering with standard ON
 import numpy as np
 
 from tf2ir.ir import op_prototype
-from tf2ir.opp.common import same_as_input
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.plugins import ImplyType, auto_mapping, hookimpl, register_op
 
 DOMAIN = {domain!r}

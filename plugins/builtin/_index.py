@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '5fe50c1245fc53cf3e5a6976e6269e1fc5ff7570'
+FINGERPRINT = 'f810f9ecce91e1d1cbe915e1a1a6f128dd0887bb'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -20,21 +20,22 @@ SOURCES = {
     'builtin/segment.py': 1769, 'builtin/select.py': 496, 'builtin/setops.py': 1303,
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
-    'opp/__init__.py': 280, 'opp/angles.py': 1745, 'opp/arithmetic.py': 7520,
-    'opp/array.py': 18735, 'opp/bitwise.py': 5662, 'opp/blocks.py': 14927,
-    'opp/broadcast.py': 4205, 'opp/common.py': 19884, 'opp/compare.py': 8572,
-    'opp/complexmath.py': 5146, 'opp/concat.py': 7937, 'opp/control.py': 9990,
-    'opp/conv.py': 21740, 'opp/creation.py': 6130, 'opp/densesets.py': 5923,
-    'opp/detection.py': 18271, 'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663,
-    'opp/fusion.py': 6043, 'opp/image.py': 12521, 'opp/imageops.py': 12701,
-    'opp/indexing.py': 13990, 'opp/inputs.py': 1988, 'opp/linalg.py': 22115, 'opp/lists.py': 18745,
-    'opp/logical.py': 787, 'opp/lookup.py': 6533, 'opp/math.py': 8471, 'opp/matrix.py': 14774,
-    'opp/nn.py': 5135, 'opp/norm.py': 7798, 'opp/pool.py': 7338, 'opp/quantize.py': 9104,
-    'opp/ragged.py': 19665, 'opp/random.py': 16813, 'opp/reduce.py': 16655, 'opp/rnn.py': 6167,
-    'opp/segment.py': 18123, 'opp/select.py': 4288, 'opp/sequences.py': 6203,
-    'opp/setops.py': 22333, 'opp/slicing.py': 20454, 'opp/sparse.py': 14370,
-    'opp/special.py': 18581, 'opp/spectral.py': 18544, 'opp/strings.py': 16216,
-    'opp/suppression.py': 6791,
+    'opp/__init__.py': 280, 'opp/angles.py': 1747, 'opp/arithmetic.py': 7596,
+    'opp/array.py': 18761, 'opp/bitwise.py': 5663, 'opp/blocks.py': 14954,
+    'opp/broadcast.py': 4207, 'opp/carriers.py': 1952, 'opp/compare.py': 8648,
+    'opp/complexmath.py': 5148, 'opp/concat.py': 7967, 'opp/control.py': 9990,
+    'opp/conv.py': 21746, 'opp/creation.py': 6206, 'opp/declare.py': 2281,
+    'opp/densesets.py': 5925, 'opp/detection.py': 18301, 'opp/emitting.py': 6847,
+    'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663, 'opp/fusion.py': 5909,
+    'opp/image.py': 12550, 'opp/imageops.py': 12731, 'opp/indexing.py': 14025,
+    'opp/inputs.py': 1988, 'opp/layouts.py': 3980, 'opp/linalg.py': 22175, 'opp/lists.py': 18745,
+    'opp/logical.py': 788, 'opp/lookup.py': 6535, 'opp/math.py': 8551, 'opp/matrix.py': 14795,
+    'opp/nn.py': 5164, 'opp/norm.py': 7827, 'opp/pool.py': 7369, 'opp/quantize.py': 9134,
+    'opp/ragged.py': 19695, 'opp/random.py': 16830, 'opp/reduce.py': 16487, 'opp/rnn.py': 6167,
+    'opp/segment.py': 18179, 'opp/select.py': 4377, 'opp/sequences.py': 6203,
+    'opp/setops.py': 22359, 'opp/shapes.py': 6264, 'opp/slicing.py': 20484, 'opp/sparse.py': 14374,
+    'opp/special.py': 18611, 'opp/spectral.py': 18574, 'opp/strings.py': 16216,
+    'opp/suppression.py': 6793,
 }
 
 # hook → the modules that implement it

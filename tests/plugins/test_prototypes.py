@@ -26,7 +26,7 @@ def write_plugin(directory, tf_op, ir_op, onnx_op, priority=None):
     with open(path, "w") as f:
         f.write(textwrap.dedent(f'''
             from tf2ir.ir import op_prototype
-            from tf2ir.opp.common import same_as_input
+            from tf2ir.opp.shapes import same_as_input
             from tf2ir.plugins import auto_mapping, hookimpl, register_op
 
             proto = op_prototype({ir_op!r}).input("x").output("y"){priority_call}

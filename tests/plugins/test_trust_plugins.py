@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 from tf2ir.ir import op_prototype
-from tf2ir.opp.common import same_as_input
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
 
 twice = op_prototype("Twice", "2 x").input("x", ["float32"]).output("y")

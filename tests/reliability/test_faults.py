@@ -502,7 +502,7 @@ def tf2ir_fusion_passes():
 """,
     "lowering-exit-0": """import sys
 from tf2ir.ir import op_prototype
-from tf2ir.opp.common import same_as_input
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
 
 proto = op_prototype("ExitingRelu6", "exits while lowered").input("x", ["float32"]).output("y")

@@ -319,7 +319,7 @@ LIAR_PLUGIN = '''
 import numpy as np
 
 from tf2ir.ir import op_prototype
-from tf2ir.opp.common import same_as_input
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.plugins import hookimpl
 
 liar = op_prototype("Liar", "declares its input's shape, returns another").input("x").output("y")
@@ -475,7 +475,7 @@ import os
 import time
 
 from tf2ir.ir import op_prototype
-from tf2ir.opp.common import same_as_input
+from tf2ir.opp.shapes import same_as_input
 from tf2ir.plugins import hookimpl
 
 slow = op_prototype("SlowStep", "x + 1, slowly").input("x").output("y")
