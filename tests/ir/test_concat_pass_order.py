@@ -9,9 +9,11 @@ run-time size inside attention."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.conformance.harness import check_op, spec
-from tests.ir.onnx.test_pass_common import check_pass, node
+from tests.ir.onnx.test_pass_common import check_pass, node, onnx_graph
+from tf2ir.ir.onnx.graph import GraphInvariantError
 from tf2ir.ir.onnx.passes.concat import flatten_concats
 
 
@@ -26,6 +28,18 @@ def test_a_one_input_inner_concat_is_spliced_with_its_input():
     g, count = check_pass(flatten_concats, nodes, inits, inputs, {"y": (np.int64, [4])}, feeds)
     assert count == 1
     assert [list(n.input) for n in g.nodes if n.op_type == "Concat"] == [["a", "u", "b"]]
+
+
+def test_the_issue_20_mistake_is_refused_at_once(monkeypatch):
+    """Had the pass kept the outer Concat reading the inner one (issue 20), the graph's verb
+    that removes the inner Concat raises, naming it, instead of writing a broken order."""
+    nodes = [node("Concat", ["s"], ["one"], axis=0),
+             node("Concat", ["a", "one"], ["y"], axis=0)]
+    g = onnx_graph(nodes, {}, {"s": (np.int64, [1]), "a": (np.int64, [2])},
+                   {"y": (np.int64, [3])})
+    monkeypatch.setattr(g, "set_inputs", lambda node, names: None)     # the rewiring lost
+    with pytest.raises(GraphInvariantError, match="Concat:one.*'one' unproduced while it is read"):
+        flatten_concats(g)
 
 
 def test_repeat_with_a_run_time_count_matches_tensorflow():

@@ -2,66 +2,62 @@
 
 - Mul(x, HardSigmoid(x; alpha 1/6, beta 1/2)) is ONNX HardSwish(x), one kernel;
 - Clip(z, 0, hi) * k with k * hi = 1 (relu6(z + 3) / 6 once the + 3 went into a Conv's
-  bias) is HardSigmoid(z; alpha k, beta 0)."""
+  bias) is HardSigmoid(z; alpha k, beta 0).
+
+The Mul is turned into the fused op in place (same output, same place) and the
+HardSigmoid or Clip it alone read goes."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
-import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
-
-_STANDARD = ("", "ai.onnx")
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 
 
-def _scalar(g: LoweredGraph, name: str) -> Optional[float]:
+def _scalar(g: OnnxGraph, name: str) -> Optional[float]:
     c = g.const(name)
     return float(c.reshape(-1)[0]) if c is not None and c.size == 1 and c.dtype.kind == "f" \
         else None
 
 
-def _clip_bounds(g: LoweredGraph, clip: onnx.NodeProto):
+def _clip_bounds(g: OnnxGraph, clip: OnnxNode) -> Tuple[Optional[float], Optional[float]]:
     low = _scalar(g, clip.input[1]) if len(clip.input) > 1 and clip.input[1] else None
     high = _scalar(g, clip.input[2]) if len(clip.input) > 2 and clip.input[2] else None
     return low, high
 
 
-def fuse_hard_activations(g: LoweredGraph) -> int:
+def _fused(g: OnnxGraph, source: OnnxNode, other: str):
+    """(op type, input, attributes) of the fused op for Mul(source's output, other), or None."""
+    if source.op_type == "HardSigmoid" and source.input[0] == other \
+            and np.isclose(source.attr("alpha", 0.2), 1 / 6, rtol=1e-6) \
+            and np.isclose(source.attr("beta", 0.5), 0.5, rtol=1e-6):
+        return "HardSwish", other, {}
+    k = _scalar(g, other)
+    if source.op_type == "Clip" and k is not None and k > 0:
+        low, high = _clip_bounds(g, source)
+        if low == 0.0 and high is not None and np.isclose(k * high, 1.0, rtol=1e-6):
+            return "HardSigmoid", source.input[0], {"alpha": k, "beta": 0.0}
+    return None
+
+
+def fuse_hard_activations(g: OnnxGraph) -> int:
     """Rewrite the two patterns in place; return how many nodes went."""
-    users = g.consumers()
-    producers = g.producers()
-    dead: set = set()
-    for node in g.nodes:
-        if node.op_type != "Mul" or node.domain not in _STANDARD or len(node.input) != 2 \
-                or id(node) in dead:
+    removed = 0
+    for node in g.of_type("Mul"):
+        if len(node.input) != 2:
             continue
         for pos in (0, 1):
-            source = producers.get(node.input[pos])
-            other = node.input[1 - pos]
-            if source is None or id(source) in dead or source.domain not in _STANDARD \
-                    or source.output[0] in g.pinned or len(users.get(source.output[0], [])) != 1:
+            source = g.producer(node.input[pos])
+            if source is None or not source.standard or not source.input \
+                    or g.only_user(source.output[0]) is not node:
                 continue
-            if source.op_type == "HardSigmoid" and source.input[0] == other \
-                    and np.isclose(attr_value(source, "alpha", 0.2), 1 / 6, rtol=1e-6) \
-                    and np.isclose(attr_value(source, "beta", 0.5), 0.5, rtol=1e-6):
-                del node.input[:]
-                node.input.append(other)
-                node.op_type = "HardSwish"
-                dead.add(id(source))
+            fused = _fused(g, source, node.input[1 - pos])
+            if fused is not None:
+                op_type, x, attrs = fused
+                g.set_op(node, op_type, [x], attrs=attrs)
+                g.remove(source)
+                removed += 1
                 break
-            k = _scalar(g, other)
-            if source.op_type == "Clip" and k is not None and k > 0:
-                low, high = _clip_bounds(g, source)
-                if low == 0.0 and high is not None and np.isclose(k * high, 1.0, rtol=1e-6):
-                    z = source.input[0]
-                    del node.input[:]
-                    node.input.append(z)
-                    node.op_type = "HardSigmoid"
-                    node.attribute.extend([onnx.helper.make_attribute("alpha", k),
-                                           onnx.helper.make_attribute("beta", 0.0)])
-                    dead.add(id(source))
-                    break
-    g.keep_only(dead)
-    return len(dead)
+    return removed

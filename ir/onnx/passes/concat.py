@@ -1,41 +1,46 @@
 """Concat flattening on the lowered ONNX graph: a Concat whose input is another Concat on
 the same axis, read by it alone, takes that Concat's inputs in its place (Inception's
-branches concatenated twice)."""
+branches concatenated twice).
+
+The outer Concat is rewired before the inner one goes, through the graph's verbs: removing
+a Concat whose output is still read raises at once (issue 20: a one-input inner Concat
+keeps the outer input count, and a count-based check left the outer one reading it)."""
 
 from __future__ import annotations
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
+from tf2ir.ir.onnx.graph import OnnxGraph
 
 
-def flatten_concats(g: LoweredGraph) -> int:
+def flatten_concats(g: OnnxGraph) -> int:
     """Splice single-use inner Concats of the same axis into their outer Concat; return how
     many inner Concats went."""
-    concats = [n for n in g.nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+    concats = g.of_type("Concat")
     if len(concats) < 2:
         return 0
-    users, producers = g.consumers(), g.producers()
-    dead: set = set()
-    for outer in concats:          # topological order: inner Concats are flattened first
-        axis = attr_value(outer, "axis")
+    removed = 0
+    for outer in concats:          # graph order: inner Concats are flattened first
+        if outer.graph is not g:
+            continue
+        axis = outer.attr("axis")
+        if axis is None:
+            continue
         rank = g.rank(outer.output[0])
-        inputs = []
+        inputs, spliced = [], []
         for name in outer.input:
-            inner = producers.get(name)
-            if inner is not None and inner.op_type == "Concat" and id(inner) not in dead \
-                    and inner.domain in ("", "ai.onnx") and name not in g.pinned \
-                    and len(users.get(name, [])) == 1 and axis is not None \
-                    and _same_axis(attr_value(inner, "axis"), axis, rank):
+            inner = g.producer(name)
+            if inner is not None and inner.op_type == "Concat" and inner.standard \
+                    and g.only_user(name) is outer \
+                    and _same_axis(inner.attr("axis"), axis, rank):
                 inputs.extend(inner.input)
-                dead.add(id(inner))
-                for moved in inner.input:
-                    users[moved] = [outer if u is inner else u for u in users.get(moved, [])]
+                spliced.append(inner)
             else:
                 inputs.append(name)
-        if inputs != list(outer.input):     # (a one-input inner Concat keeps the count)
-            del outer.input[:]
-            outer.input.extend(inputs)
-    g.keep_only(dead)
-    return len(dead)
+        if spliced:
+            g.set_inputs(outer, inputs)
+            for inner in spliced:
+                g.remove(inner)          # unread now (the verb refuses otherwise)
+            removed += len(spliced)
+    return removed
 
 
 def _same_axis(a, b, rank) -> bool:

@@ -7,19 +7,20 @@ Split (axis remapped), reductions and softmax (axes remapped), Pad (pads permute
 (axes remapped) - and merges it with the next Transpose, so the NCHW->NHWC after one Conv
 cancels the NHWC->NCHW before the next. A node is pushed through only when at least as
 many of its inputs carry the Transpose as would need an inverse Transpose inserted, and
-the whole pass is undone if it would leave more Transposes than it found.
+the whole pass is undone (g.snapshot/g.restore) if it would leave more Transposes than it
+found. Every change goes through the graph's verbs: a Transpose put after a node produces the
+node's old output name (the node writes a fresh one), an inverse Transpose goes just before
+the node that reads it, and a Transpose left unread goes at once.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from collections import Counter
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import onnx
 
-from tf2ir.ir.onnx.passes.identity import remove_identities
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, replace_uses, set_attr
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 
 MAX_SWEEPS = 4
 
@@ -56,10 +57,10 @@ class _Plan:
         self.out_perms: List[Optional[List[int]]] = []
 
 
-def _axis_plan(node, perm, attr, default, data=(0,)):
+def _axis_plan(g, node, perm, attr, default, data=(0,)):
     plan = _Plan(perm, list(data))
-    axis = attr_value(node, attr, default) % len(perm)
-    plan.edits.append(lambda: set_attr(node, attr, perm[axis]))
+    axis = node.attr(attr, default) % len(perm)
+    plan.edits.append(lambda: g.set_attr(node, attr, perm[axis]))
     plan.out_perms = [perm] * len(node.output)
     return plan
 
@@ -72,7 +73,7 @@ def _reduced_perm(perm: List[int], axes: List[int]) -> Optional[List[int]]:
     return None if is_identity(out) else out
 
 
-def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_Plan]:
+def _plan(g: OnnxGraph, node: OnnxNode, perm: List[int]) -> Optional[_Plan]:
     op, rank = node.op_type, len(perm)
     present = [i for i, name in enumerate(node.input) if name]
     if op in UNARY or op in BROADCASTING:
@@ -88,18 +89,18 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
         plan.out_perms = [perm]
         return plan
     if op == "Concat":
-        plan = _axis_plan(node, perm, "axis", 0, present)
+        plan = _axis_plan(g, node, perm, "axis", 0, present)
         plan.broadcast = False
         return plan
     if op == "Split":
-        return _axis_plan(node, perm, "axis", 0)
+        return _axis_plan(g, node, perm, "axis", 0)
     if op in ("Softmax", "LogSoftmax", "Hardmax"):
-        return _axis_plan(node, perm, "axis", -1)
+        return _axis_plan(g, node, perm, "axis", -1)
     if op in ("ArgMax", "ArgMin"):
-        axis = attr_value(node, "axis", 0) % rank
+        axis = node.attr("axis", 0) % rank
         plan = _Plan(perm, [0])
-        plan.edits.append(lambda: set_attr(node, "axis", perm[axis]))
-        plan.out_perms = [perm if attr_value(node, "keepdims", 1) else _reduced_perm(perm, [axis])]
+        plan.edits.append(lambda: g.set_attr(node, "axis", perm[axis]))
+        plan.out_perms = [perm if node.attr("keepdims", 1) else _reduced_perm(perm, [axis])]
         return plan
     if op in REDUCE:
         return _reduce_plan(g, node, perm)
@@ -112,7 +113,7 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
         for k in range(rank):
             new[perm[k]], new[rank + perm[k]] = begins[k], ends[k]
         plan = _Plan(perm, [0])
-        plan.edits.append(lambda: _set_input(node, 1, g.add_initializer(new, "pads_permuted")))
+        plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(new, "pads_permuted")))
         plan.out_perms = [perm]
         return plan
     if op == "Slice" and len(node.input) >= 3:
@@ -128,8 +129,8 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
 
         def edit():
             while len(node.input) < 4:
-                node.input.append("")
-            _set_input(node, 3, g.add_initializer(new, "axes_permuted"))
+                g.set_input(node, len(node.input), "")
+            g.set_input(node, 3, g.add_initializer(new, "axes_permuted"))
         plan.edits.append(edit)
         plan.out_perms = [perm]
         return plan
@@ -138,13 +139,13 @@ def _plan(g: LoweredGraph, node: onnx.NodeProto, perm: List[int]) -> Optional[_P
 
 def _reduce_plan(g, node, perm):
     rank = len(perm)
-    keepdims = attr_value(node, "keepdims", 1)
+    keepdims = node.attr("keepdims", 1)
     axes_name = node.input[1] if len(node.input) > 1 else ""
-    if attr_value(node, "axes") is not None:
+    if node.attr("axes") is not None:
         return None                      # pre-opset-18 form: not emitted by tf2ir
     plan = _Plan(perm, [0])
     if not axes_name:
-        reduce_all = not attr_value(node, "noop_with_empty_axes", 0)
+        reduce_all = not node.attr("noop_with_empty_axes", 0)
         plan.out_perms = [None if reduce_all else perm]
         return plan
     axes = g.const(axes_name)
@@ -152,85 +153,70 @@ def _reduce_plan(g, node, perm):
         return None
     axes = sorted({int(a) % rank for a in axes.reshape(-1)})
     new = np.array(sorted(perm[a] for a in axes), np.int64)
-    plan.edits.append(lambda: _set_input(node, 1, g.add_initializer(new, "axes_permuted")))
+    plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(new, "axes_permuted")))
     plan.out_perms = [perm if keepdims else _reduced_perm(perm, axes)]
     return plan
 
 
-def _set_input(node, index, name):
-    node.input[index] = name
-
-
 class _Sinker:
-    def __init__(self, g: LoweredGraph):
+    def __init__(self, g: OnnxGraph):
         self.g = g
-        self.producer: Dict[str, onnx.NodeProto] = g.producers()
-        self.users: Dict[str, List[onnx.NodeProto]] = defaultdict(list)
-        for name, nodes in g.consumers().items():
-            self.users[name] = nodes
-        self.dead: set = set()
-        self.added: List[onnx.NodeProto] = []
         self.changes = 0
 
-    def transpose_of(self, name: str) -> Optional[onnx.NodeProto]:
-        node = self.producer.get(name)
-        if node is not None and node.op_type == "Transpose" and id(node) not in self.dead \
-                and node.domain in ("", "ai.onnx") and attr_value(node, "perm") is not None:
+    def transpose_of(self, name: str) -> Optional[OnnxNode]:
+        node = self.g.producer(name)
+        if node is not None and node.op_type == "Transpose" and node.standard \
+                and node.attr("perm") is not None:
             return node
         return None
 
-    def unuse(self, name: str, node: onnx.NodeProto) -> None:
-        users = self.users[name]
-        for i, user in enumerate(users):
-            if user is node:
-                del users[i]
-                break
-        source = self.producer.get(name)
-        if not users and name not in self.g.pinned and source is not None \
-                and source.op_type == "Transpose" and id(source) not in self.dead:
-            self.dead.add(id(source))
-            self.unuse(source.input[0], source)
+    def drop_if_unread(self, name: str) -> None:
+        """Remove the Transpose producing `name` once nothing reads it, and so on up a chain
+        of Transposes."""
+        g = self.g
+        while name and not g.use_count(name) and not g.is_pinned(name):
+            source = self.transpose_of(name)
+            if source is None:
+                return
+            name = source.input[0]
+            g.remove(source)
 
-    def rewire(self, node: onnx.NodeProto, index: int, name: str) -> None:
+    def rewire(self, node: OnnxNode, index: int, name: str) -> None:
         old = node.input[index]
-        node.input[index] = name
-        self.users[name].append(node)
-        self.unuse(old, node)
+        self.g.set_input(node, index, name)
+        self.drop_if_unread(old)
 
-    def new_transpose(self, x: str, perm: List[int], out: Optional[str] = None) -> str:
-        out = out or self.g.fresh(f"{x}/transposed")
-        node = self.g.make_node("Transpose", [x], [out], perm=list(perm))
-        self.added.append(node)
-        self.producer[out] = node
-        self.users[x].append(node)
-        self.g.ranks[out] = len(perm)
+    def new_transpose(self, x: str, perm: List[int], outputs=1, **place) -> str:
+        g = self.g
+        out = g.add_node("Transpose", [x], outputs, perm=list(perm), **place).output[0]
+        g.ranks[out] = len(perm)
+        if x in g.dtypes:
+            g.dtypes.setdefault(out, g.dtypes[x])
         return out
 
     # -- one node ------------------------------------------------------------------------
-    def merge_transposes(self, node: onnx.NodeProto) -> None:
+    def merge_transposes(self, node: OnnxNode) -> None:
+        g = self.g
         source = self.transpose_of(node.input[0])
         if source is None:
             return
-        inner, outer = attr_value(source, "perm"), attr_value(node, "perm")
+        inner, outer = list(source.attr("perm")), list(node.attr("perm"))
         if len(inner) != len(outer):
             return
         perm = [inner[q] for q in outer]
-        out = node.output[0]
-        if is_identity(perm) and out not in self.g.pinned:
-            x = source.input[0]
-            users = self.users.pop(out, [])
-            replace_uses(users, out, x)
-            self.users[x].extend(users)
-            self.dead.add(id(node))
-            self.unuse(node.input[0], node)
+        x, out = source.input[0], node.output[0]
+        if is_identity(perm) and not g.is_pinned(out):
+            g.replace_uses(out, x)
+            g.remove(node)
+            self.drop_if_unread(source.output[0])
         else:
-            set_attr(node, "perm", perm)
-            self.rewire(node, 0, source.input[0])
+            g.set_attr(node, "perm", perm)
+            self.rewire(node, 0, x)
         self.changes += 1
 
-    def push(self, node: onnx.NodeProto) -> None:
+    def push(self, node: OnnxNode) -> None:
         g = self.g
-        carried = Counter(tuple(attr_value(t, "perm")) for t in
+        carried = Counter(tuple(t.attr("perm")) for t in
                           (self.transpose_of(name) for name in node.input if name) if t is not None)
         if not carried:
             return
@@ -244,7 +230,7 @@ class _Sinker:
         for i in plan.data:
             name = node.input[i]
             source = self.transpose_of(name)
-            if source is not None and list(attr_value(source, "perm")) == perm:
+            if source is not None and list(source.attr("perm")) == perm:
                 actions.append((i, "source", source.input[0]))
                 transposed += 1
                 continue
@@ -272,71 +258,73 @@ class _Sinker:
             elif kind == "source":
                 self.rewire(node, i, what)
             else:
-                self.rewire(node, i, self.new_transpose(what, inv))
+                self.rewire(node, i, self.new_transpose(what, inv, before=node))
         for edit in plan.edits:
             edit()
-        for k, (out, out_perm) in enumerate(zip(list(node.output), plan.out_perms)):
-            if not out:
+        for k, (out, out_perm) in enumerate(zip(node.output, plan.out_perms)):
+            if not out or out_perm is None:
                 continue
-            if out_perm is None:
-                continue
+            # the node writes a fresh name; a Transpose after it writes `out` for its readers
             raw = g.fresh(f"{out}/raw")
-            node.output[k] = raw
-            self.producer[raw] = node
+            g.rename_output(node, k, raw)
             g.ranks[raw] = len(out_perm)
-            self.new_transpose(raw, out_perm, out)
+            if out in g.dtypes:
+                g.dtypes.setdefault(raw, g.dtypes[out])
+            self.new_transpose(raw, out_perm, [out], after=node)
         self.changes += 1
 
     def sweep(self) -> int:
+        """One walk over the nodes there were at its start (Transposes it adds are visited by
+        the next one; nodes it removes are skipped)."""
         self.changes = 0
-        order = self.g.nodes
-        for node in order:
-            if id(node) in self.dead or self.g.has_subgraphs(node):
+        g = self.g
+        for node in g.nodes:
+            if node.graph is not g or not node.standard or node.subgraphs:
                 continue
             if node.op_type == "Transpose":
                 self.merge_transposes(node)
-            elif node.domain in ("", "ai.onnx"):
+            else:
                 self.push(node)
-            # transposes added after `node` come next, before the rest of the order
         return self.changes
 
-    def commit(self) -> None:
-        self.g.nodes[:] = [n for n in self.g.nodes if id(n) not in self.dead] + \
-            [n for n in self.added if id(n) not in self.dead]
-        self.dead, self.added = set(), []
-        self.g.toposort()
+
+def _drop_identity_transposes(g: OnnxGraph) -> None:
+    """Remove Transposes of the identity permutation (left on graph-output names, where the
+    producer of their input then writes the output name)."""
+    for node in g.of_type("Transpose"):
+        perm = node.attr("perm")
+        if perm is None or not is_identity(perm) or len(node.output) != 1 or not node.input:
+            continue
+        x, y = node.input[0], node.output[0]
+        if not g.is_pinned(y):
+            g.replace_uses(y, x)
+            g.remove(node)
+            continue
+        source = g.producer(x)
+        if source is None or g.is_pinned(x):
+            continue
+        g.remove(node, keep_uses=True)
+        g.rename_output(source, list(source.output).index(x), y)
+        g.replace_uses(x, y)
 
 
-def _count(nodes) -> int:
-    return sum(1 for n in nodes if n.op_type == "Transpose")
+def _count(g: OnnxGraph) -> int:
+    return len(g.of_type("Transpose", domain=None))
 
 
-def sink_transposes(g: LoweredGraph) -> int:
+def sink_transposes(g: OnnxGraph) -> int:
     """Push Transposes down and cancel them; return how many Transposes were removed."""
-    before = _count(g.nodes)
+    before = _count(g)
     if not before:
         return 0
-    saved_nodes = [_copy(n) for n in g.nodes]
-    saved_ranks = dict(g.ranks)
-    saved_inits = dict(g.initializers)
+    saved, saved_dtypes = g.snapshot(), dict(g.dtypes)
     for _ in range(MAX_SWEEPS):
-        sinker = _Sinker(g)
-        changed = sinker.sweep()
-        sinker.commit()
-        if not changed:
+        if not _Sinker(g).sweep():
             break
-    remove_identities(g, only=("Transpose",))     # identity perms left on output names
-    after = _count(g.nodes)
+    _drop_identity_transposes(g)
+    after = _count(g)
     if after > before:
-        g.nodes[:] = saved_nodes
-        g.ranks = saved_ranks
-        g.initializers.clear()
-        g.initializers.update(saved_inits)
+        g.restore(saved)
+        g.dtypes = saved_dtypes
         return 0
     return before - after
-
-
-def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
-    copy = onnx.NodeProto()
-    copy.CopyFrom(node)
-    return copy

@@ -4,7 +4,7 @@ after a pass), and the tests of the pass pipeline: switches, order, a whole smal
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -13,6 +13,7 @@ import pytest
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.onnx.graph import OnnxGraph
 from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.compile import ALL_PASSES
@@ -33,10 +34,12 @@ def _info(name: str, spec: Spec) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), dims)
 
 
-def make_model(g: LoweredGraph, inputs: Dict[str, Spec], outputs: Dict[str, Spec]) -> onnx.ModelProto:
+def make_model(g: Union[LoweredGraph, OnnxGraph], inputs: Dict[str, Spec],
+               outputs: Dict[str, Spec]) -> onnx.ModelProto:
     used = {n for nd in g.nodes for n in nd.input} | set(outputs)
     inits = [onnx.numpy_helper.from_array(a, n) for n, a in g.initializers.items() if n in used]
-    graph = helper.make_graph(list(g.nodes), "t", [_info(n, s) for n, s in inputs.items()],
+    protos = g.to_protos() if isinstance(g, OnnxGraph) else list(g.nodes)
+    graph = helper.make_graph(protos, "t", [_info(n, s) for n, s in inputs.items()],
                               [_info(n, s) for n, s in outputs.items()], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
@@ -60,6 +63,22 @@ def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: D
                         fresh, known, dtypes, shapes)
 
 
+def onnx_graph(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray],
+               inputs: Dict[str, Spec], outputs: Dict[str, Spec],
+               ranks: Optional[Dict[str, int]] = None) -> OnnxGraph:
+    """The graph of `lowered(...)` as an OnnxGraph (what passes written on it take)."""
+    g = lowered(nodes, inits, inputs, outputs, ranks)
+    return OnnxGraph.from_protos(g.nodes, g.fresh, inputs=g.inputs, outputs=g.outputs,
+                                 initializers=g.initializers, ranks=g.ranks, dtypes=g.dtypes,
+                                 shapes=g.shapes)
+
+
+def on_onnx_graph(run_pass: Callable) -> bool:
+    """Whether `run_pass` is registered as written on OnnxGraph (`legacy=False`: the record
+    runs the function itself, not the LoweredGraph adapter around it)."""
+    return any(record.run is run_pass for record in ALL_PASSES)
+
+
 def _copy(n: onnx.NodeProto) -> onnx.NodeProto:
     out = onnx.NodeProto()
     out.CopyFrom(n)
@@ -71,15 +90,20 @@ def run(model: onnx.ModelProto, feeds: Dict[str, np.ndarray]) -> List[np.ndarray
     return session.run(None, feeds)
 
 
-def check_pass(run_pass: Callable[[LoweredGraph], int], nodes, inits, inputs: Dict[str, Spec],
+def check_pass(run_pass: Callable, nodes, inits, inputs: Dict[str, Spec],
                outputs: Dict[str, Spec], feeds: Dict[str, np.ndarray], ranks=None,
-               rtol: float = 1e-5) -> Tuple[LoweredGraph, int]:
-    """Run `run_pass` on a copy of the graph; assert the model stays valid and onnxruntime
-    gives the same outputs as before. Returns the rewritten graph and the pass's count."""
+               rtol: float = 1e-5) -> Tuple[Any, int]:
+    """Run `run_pass` on a copy of the graph (an OnnxGraph, checked after the pass, when the
+    pass is registered as written on it; else a LoweredGraph); assert the model stays valid
+    and onnxruntime gives the same outputs as before. Returns the rewritten graph and the
+    pass's count."""
     before = lowered(nodes, inits, inputs, outputs, ranks)
     expected = run(make_model(before, inputs, outputs), feeds)
-    g = lowered(nodes, inits, inputs, outputs, ranks)
+    native = on_onnx_graph(run_pass)
+    g = (onnx_graph if native else lowered)(nodes, inits, inputs, outputs, ranks)
     count = run_pass(g)
+    if native:
+        g.check()
     model = make_model(g, inputs, outputs)
     onnx.checker.check_model(model, full_check=True)
     got = run(model, feeds)

@@ -70,7 +70,7 @@ def test_concat_pad_slice_softmax_remap_axes():
                           {"y": (F32, [1, 5, 7, 2])}, _x(1))
     assert op_types(g).count("Transpose") == 3          # the input's two and the output's one
     concat = next(n for n in g.nodes if n.op_type == "Concat")
-    assert concat.attribute[0].i == 1
+    assert concat.attr("axis") == 1
 
 
 def test_a_transpose_stuck_before_an_unsupported_op_is_not_multiplied():
@@ -98,3 +98,24 @@ def test_an_untransposed_operand_gets_the_inverse_only_when_it_pays():
     g, count = check_pass(sink_transposes, nodes, {}, {"x": spec["x"], "c": spec["c"]},
                           {"y": (F32, [None, 3, 4, 5])}, {"x": feeds["x"], "c": c})
     assert count == 0 and op_types(g) == ["Transpose", "Add"]
+
+
+def test_a_cancelled_pair_on_a_graph_output_leaves_its_producer_writing_the_output():
+    # T(T(r)) is r, but y is a graph output: the Relu writes y, and Neg reads y.
+    nodes = [node("Relu", ["x"], ["r"]), node("Transpose", ["r"], ["a"], perm=TO_NCHW),
+             node("Transpose", ["a"], ["y"], perm=TO_NHWC), node("Neg", ["r"], ["z"])]
+    spec = (F32, [None, 4, 5, 3])
+    g, count = check_pass(sink_transposes, nodes, {}, {"x": spec}, {"y": spec, "z": spec}, _x())
+    assert count == 2 and op_types(g) == ["Relu", "Neg"]
+    assert list(g.nodes[0].output) == ["y"] and list(g.nodes[1].input) == ["y"]
+
+
+def test_a_transpose_sinks_to_the_end_of_a_chain_that_keeps_its_output_name():
+    # a chain of Relus under one Transpose: the Transpose ends after the last Relu, which
+    # is the graph output, and the graph is valid after every step (check_pass checks it)
+    relus = [node("Relu", [f"r{i}" if i else "t"], [f"r{i + 1}"]) for i in range(50)]
+    nodes = [node("Transpose", ["x"], ["t"], perm=TO_NCHW)] + relus
+    g, count = check_pass(sink_transposes, nodes, {}, {"x": (F32, [None, 4, 5, 3])},
+                          {"r50": (F32, [None, 3, 4, 5])}, _x())
+    assert count == 0 and op_types(g) == ["Relu"] * 50 + ["Transpose"]
+    assert g.nodes[-1].output[0] == "r50" and g.nodes[0].input[0] == "x"
