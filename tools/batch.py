@@ -1,29 +1,33 @@
 """`tf2ir batch`: convert many frozen models in parallel, skipping unchanged ones, with a
-summary table, a JSON report and a JUnit file."""
+summary table, a JSON report and a JUnit file. The model list is tools/batch_jobs.py, the
+conversions (one model; the worker pool) tools/batch_convert.py."""
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
-import stat
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import asdict
+from typing import Dict, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.tools.options import add_common, add_fusion_option, add_shape_options
+# The model list and the conversions, importable from here as before the split; run() calls
+# them through this module's names (the fuzz harness's manifest mode and its tests replace them).
+from tf2ir.tools.batch_convert import (  # noqa: F401
+    DEFAULT_TIMEOUT, Result, _fingerprint, _one_line, _plugin_manager,
+    _read_sidecar, _verify, _warm_up, _write_sidecar, convert_all, convert_one, hash_file)
+from tf2ir.tools.batch_jobs import (  # noqa: F401
+    MODEL_SUFFIXES, SIDECAR_SUFFIX, Job, _default_output, _split_list, jobs_from_directory,
+    jobs_from_manifest, parse_shard, refuse_escapes, shard_jobs)
 
 EXIT_OK, EXIT_FAILED = ExitStatus.OK, ExitStatus.FAILED
 EXIT_USAGE, EXIT_UNSUPPORTED = ExitStatus.USAGE, ExitStatus.UNSUPPORTED
 EXIT_MISMATCH = ExitStatus.MISMATCH
-MODEL_SUFFIXES = (".pb", ".pbtxt")
-SIDECAR_SUFFIX = ".tf2ir.json"
 STATUSES = ("ok", "skipped", "failed", "unsupported", "mismatch")
 FAILURES = ("failed", "unsupported", "mismatch")
-DEFAULT_TIMEOUT = 600.0       # seconds per model (--timeout)
 
 EPILOG = """INPUT is a directory (every .pb/.pbtxt in it, sorted by name) or a manifest file
 (.json; .yaml/.yml when PyYAML is installed): a list of models, or {"models": [...]}, each
@@ -57,34 +61,6 @@ exit status:
   3  every failure is a model with op types no plugin maps
   4  every failure is a mismatch with TensorFlow (--verify)
 """
-
-
-@dataclass
-class Job:
-    """One model to convert: where it is, where its ONNX goes, and its own options."""
-    name: str                     # as listed: file name in the directory, path in the manifest
-    model: str
-    output: str
-    inputs: List[str] = field(default_factory=list)
-    outputs: List[str] = field(default_factory=list)
-    fusion: List[str] = field(default_factory=list)
-    max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
-    report_html: Optional[str] = None         # --report-html: this model's HTML report
-    label: str = ""                           # names it in errors: "model #2 ('a.pb')"
-
-    def __post_init__(self):
-        self.label = self.label or f"model {self.name!r}"
-
-
-@dataclass
-class Result:
-    name: str
-    model: str
-    output: str
-    status: str                   # ok | skipped | failed | unsupported
-    seconds: float = 0.0
-    message: str = ""
-    exit_code: int = EXIT_OK
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -121,225 +97,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_fusion_option(parser)
     add_common(parser)
     return parser
-
-
-# -- the model list ----------------------------------------------------------------------
-def _split_list(value) -> List[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise ConversionError(f"expected a string or a list of strings, got {value!r}", exit_code=EXIT_USAGE)
-
-
-def _default_output(out_dir: str, name: str) -> str:
-    return os.path.join(out_dir, os.path.splitext(os.path.basename(name))[0] + ".onnx")
-
-
-def jobs_from_directory(directory: str, out_dir: str, defaults: Dict[str, List[str]]) -> List[Job]:
-    names = sorted(n for n in os.listdir(directory)
-                   if n.endswith(MODEL_SUFFIXES) and os.path.isfile(os.path.join(directory, n)))
-    return [Job(n, os.path.join(directory, n), _default_output(out_dir, n), **defaults)
-            for n in names]
-
-
-def jobs_from_manifest(path: str, out_dir: str, defaults: Dict[str, List[str]]) -> List[Job]:
-    """The manifest's models (tools/manifest.py reads and checks it); model paths are
-    relative to the manifest, outputs to `out_dir`, which no output may leave."""
-    from tf2ir.tools.manifest import read_manifest
-    base = os.path.dirname(os.path.abspath(path))
-    jobs = []
-    for entry in read_manifest(path):
-        options = {key: getattr(entry, key) if getattr(entry, key) is not None else defaults[key]
-                   for key in ("inputs", "outputs", "fusion")}
-        output = (os.path.join(out_dir, entry.output) if entry.output
-                  else _default_output(out_dir, entry.path))
-        jobs.append(Job(entry.path, os.path.join(base, entry.path), output, **options,
-                        label=entry.label))
-    return sorted(jobs, key=lambda j: j.name)
-
-
-def refuse_escapes(jobs: Sequence[Job], out_dir: str, pages_dir: Optional[str] = None,
-                   manifest: Optional[str] = None) -> None:
-    """Before anything is written: every output and sidecar, resolved (symlinks followed),
-    stays inside `out_dir` (-o), and every report page inside `pages_dir` (--report-html);
-    else a usage error (exit 2) naming the model (its manifest entry)."""
-    from tf2ir.tools.manifest import inside, shown
-    for job in jobs:
-        paths = [(job.output, "output", out_dir, "-o"),
-                 (job.output + SIDECAR_SUFFIX, "sidecar", out_dir, "-o")]
-        if job.report_html and pages_dir:
-            paths.append((job.report_html, "report page", pages_dir, "--report-html"))
-        for path, what, root, option in paths:
-            if not inside(root, path):
-                raise ConversionError(
-                    f"{job.label}: its {what} {shown(path)} resolves to "
-                    f"{shown(os.path.realpath(path))}, outside {option} {shown(root)}; "
-                    "name a path inside it", model=manifest, exit_code=EXIT_USAGE)
-
-
-def parse_shard(spec: str) -> Tuple[int, int]:
-    """'2/4' → (2, 4); I is 1-based."""
-    try:
-        index, count = (int(part) for part in spec.split("/"))
-    except ValueError:
-        index = count = 0
-    if not (count >= 1 and 1 <= index <= count):
-        raise ConversionError(f"bad --shard {spec!r}; expected I/N with 1 <= I <= N (I is 1-based)",
-                              exit_code=EXIT_USAGE)
-    return index, count
-
-
-def shard_jobs(jobs: Sequence[Job], index: int, count: int) -> List[Job]:
-    """The I-th (1-based) of N contiguous slices; the slices cover every job exactly once."""
-    start, stop = len(jobs) * (index - 1) // count, len(jobs) * index // count
-    return list(jobs[start:stop])
-
-
-# -- one model, in a worker process ------------------------------------------------------
-def hash_file(path: str, chunk: int = 1 << 20) -> str:
-    import hashlib   # here: it loads OpenSSL (~3.5 MB), which `tf2ir convert` never needs
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fingerprint(job: Job, plugin_dirs: Sequence[str]) -> dict:
-    import tf2ir
-    return {"tf2ir_version": tf2ir.__version__, "input_sha256": hash_file(job.model),
-            "options": {"inputs": job.inputs, "outputs": job.outputs, "fusion": job.fusion,
-                        "plugin_dirs": [os.path.abspath(d) for d in plugin_dirs]}}
-
-
-def _read_sidecar(path: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _write_sidecar(path: str, record: dict) -> None:
-    from tf2ir.ir.atomic import atomic_output
-    with atomic_output(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
-
-
-@functools.lru_cache(maxsize=4)
-def _plugin_manager(plugin_dirs: Tuple[str, ...]):
-    """One manager per worker process and plugin-dir set (loading plugins costs time)."""
-    from tf2ir.plugins.manager import PluginManager
-    return PluginManager(plugin_dirs=list(plugin_dirs))
-
-
-def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False,
-                verify: bool = False) -> Result:
-    """Convert one model as `tf2ir convert` does (then verify it, with `verify`); never
-    raises, the Result says what happened."""
-    from tf2ir.parser.pipeline import Options, Pipeline, parse_input_shapes
-
-    start = time.perf_counter()
-    sidecar = job.output + SIDECAR_SUFFIX
-
-    def result(status, message="", exit_code=EXIT_OK):
-        return Result(job.name, job.model, job.output, status, time.perf_counter() - start,
-                      message, exit_code)
-    try:
-        if not os.path.exists(job.model):
-            raise ConversionError("the model file does not exist", model=job.model)
-        if not stat.S_ISREG(os.stat(job.model).st_mode):   # a FIFO blocks, /dev/zero never ends
-            raise ConversionError("is not a regular file (a directory, FIFO or device)",
-                                  model=job.model)
-        fingerprint = _fingerprint(job, plugin_dirs)
-        if not force and os.path.exists(job.output) and _read_sidecar(sidecar) == fingerprint \
-                and (not job.report_html or os.path.exists(job.report_html)):
-            if verify:
-                _plugin_manager(tuple(plugin_dirs))   # its kernels run the model's plugin ops
-                mismatch = _verify(job)
-                if mismatch:
-                    return result("mismatch", mismatch, EXIT_MISMATCH)
-            return result("skipped", "unchanged")
-        if os.path.exists(sidecar):
-            os.remove(sidecar)   # the output no longer matches what it records
-        options = Options(input_shapes=parse_input_shapes(job.inputs),
-                          outputs=job.outputs or None, fusion=job.fusion or None,
-                          max_tensor_bytes=job.max_tensor_bytes)
-        pipeline = Pipeline(_plugin_manager(tuple(plugin_dirs)), options)
-        os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
-        if job.report_html:   # the page is written also when op types are unsupported
-            from tf2ir.tools.report import convert_with_report
-            convert_with_report(pipeline, job.model, job.output, job.report_html)
-        else:
-            graph, _ = pipeline.convert_file(job.model)
-            pipeline.compile(graph, job.output, model=job.model)
-        _write_sidecar(sidecar, fingerprint)
-        mismatch = _verify(job) if verify else ""
-        return result("mismatch", mismatch, EXIT_MISMATCH) if mismatch else result("ok")
-    except ConversionError as exc:
-        status = "unsupported" if exc.exit_code == EXIT_UNSUPPORTED else "failed"
-        return result(status, _one_line(str(exc)), exc.exit_code)
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        return result("failed", f"cannot access{where}: {exc.strerror or exc}", EXIT_FAILED)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
-        # a bug in tf2ir (or plugin code that ends the process): this model fails, the others go on
-        return result("failed", _one_line(f"internal error: {type(exc).__name__}: {exc}"), EXIT_FAILED)
-
-
-def _verify(job: Job) -> str:
-    """'' when the converted model matches TensorFlow, else what `tf2ir verify` says."""
-    import io
-
-    from tf2ir.tools.verify import verify_conversion
-    out = io.StringIO()
-    if verify_conversion(job.model, job.output, out=out) == EXIT_OK:
-        return ""
-    lines = [line for line in out.getvalue().splitlines() if line.strip()]
-    return _one_line(lines[-1] if lines else "outputs differ from TensorFlow")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-# -- the pool ----------------------------------------------------------------------------
-def _warm_up() -> None:
-    """A worker's imports, before it takes a model (not counted against --timeout)."""
-    import tf2ir.ir.onnx.compile  # noqa: F401
-    import tf2ir.parser.pipeline  # noqa: F401
-
-
-def convert_all(jobs: Sequence[Job], workers: int, plugin_dirs=(), force=False,
-                on_done=lambda result: None, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                verify: bool = False) -> List[Result]:
-    """Convert every job in worker processes (tools/workers.py), one model per worker at a
-    time: a model that kills its worker or runs past `timeout` seconds fails alone."""
-    from tf2ir.tools import workers as pool
-
-    results: Dict[int, Result] = {}
-
-    def on_outcome(index: int, outcome) -> None:
-        job = jobs[index]
-        if outcome.status == "done":
-            result = outcome.value
-        else:
-            message = {"crashed": "the worker process converting this model crashed",
-                       "timeout": f"timed out after {timeout:g} s (--timeout); its worker "
-                                  "was stopped",
-                       }.get(outcome.status, _one_line(f"worker error: {outcome.value}"))
-            result = Result(job.name, job.model, job.output, "failed", outcome.seconds,
-                            message, EXIT_FAILED)
-        results[index] = result
-        on_done(result)
-
-    tasks = [(job, tuple(plugin_dirs), force, verify) for job in jobs]
-    pool.run(convert_one, tasks, workers, timeout or None, on_outcome, _warm_up)
-    return [results[i] for i in range(len(jobs))]
 
 
 # -- what the user sees ------------------------------------------------------------------

@@ -22,13 +22,13 @@ onnx-simplifier (the yardstick) says how many nodes it would still remove from t
 Latency: the median of --runs runs after warm-up, the ONNX models' runs interleaved, with
 intra_op_num_threads=1 and with all threads; the tf2ir/tf2onnx and tf2ir/TF ratios per model
 and their geometric means. TensorFlow and the peers run in child processes only.
---markdown FILE writes the tables in the README's form.
+--markdown FILE writes the tables in the README's form. The latency is measured by
+tools/bench_latency.py, the --generate graphs are tools/bench_generate.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -37,7 +37,12 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 
-# geometric_mean and the tables are part of this module's interface too
+# geometric_mean and the tables, the latency and the generated graphs are part of this
+# module's interface too
+from tf2ir.tools.bench_generate import (GENERATORS, generate_chain,  # noqa: F401
+                                        generate_ladder, generate_wide, parse_generate)
+from tf2ir.tools.bench_latency import (DEFAULT_FEED, measure_latency,  # noqa: F401
+                                       openvino_latency, peer_available)
 from tf2ir.tools.bench_tables import (conversion_table, geometric_mean, latency_table,  # noqa: F401
                                      render_text, write_markdown)
 from tf2ir.tools.measure import Measure, run_measured
@@ -70,10 +75,6 @@ def best_of(cmd: List[str], repeat: int) -> Measure:
     return Measure(statistics.median(r.seconds for r in runs), max(r.peak_mb for r in runs), True)
 
 
-# what to feed a model: a float image batch unless its JSON (tools/bench_models.py) says
-DEFAULT_FEED = {"input": "input:0", "shape": None, "dtype": "float32", "high": 1}
-
-
 def ensure_frozen(name: str, model_dir: str) -> Tuple[str, List[str]]:
     """A path to a frozen .pb for a keras.applications or bench_models name (built once)
     or a given file, and its output tensor names (none known for a given file without a
@@ -96,13 +97,6 @@ def feed_spec(pb: str) -> Dict:
         return {}
     with open(sidecar) as f:
         return json.load(f)
-
-
-def peer_available(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 _COUNT_SCRIPT = """
@@ -211,255 +205,11 @@ def bench_model(name: str, model_dir: str, out_dir: str, repeat: int, peer,
     return row
 
 
-_ORT_LATENCY_SCRIPT = """
-import json, statistics, sys, time
-import numpy as np
-import onnxruntime as ort
-spec = json.loads(sys.argv[1])
-result, outputs = {}, {}
-x = None
-for threads in (1, 0):
-    sessions = {}
-    for label, path in spec["models"].items():
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        try:
-            sessions[label] = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:      # a peer's invalid model: time the others
-            if label == "tf2ir":
-                raise
-            print(f"latency: {label}: {str(exc)[:200]}", file=sys.stderr)
-    if x is None:   # unknown dims: batch 1, 224 elsewhere (an image's height and width)
-        dims = spec["feed"]["shape"] or sessions["tf2ir"].get_inputs()[0].shape
-        shape = [d if isinstance(d, int) else 1 if i == 0 else 224 for i, d in enumerate(dims)]
-        rng = np.random.RandomState(0)
-        if spec["feed"]["dtype"].startswith("float"):
-            x = rng.uniform(0, spec["feed"]["high"], shape).astype(spec["feed"]["dtype"])
-        else:
-            x = rng.randint(0, spec["feed"]["high"], shape).astype(spec["feed"]["dtype"])
-        np.save(spec["input"], x)
-    feeds = {label: {s.get_inputs()[0].name: x} for label, s in sessions.items()}
-    times = {label: [] for label in sessions}
-    for label, s in sessions.items():
-        for _ in range(3):
-            outputs[label] = s.run(None, feeds[label])[0]
-    for _ in range(spec["runs"]):
-        for label, s in sessions.items():    # interleaved: load changes hit every model alike
-            start = time.perf_counter()
-            s.run(None, feeds[label])
-            times[label].append(time.perf_counter() - start)
-    for label in sessions:
-        result.setdefault(label, {})["1" if threads == 1 else "all"] = \
-            1000 * statistics.median(times[label])
-np.save(spec["output"], outputs["tf2ir"])
-print(json.dumps(result))
-"""
-
-_TF_LATENCY_SCRIPT = """
-import json, os, statistics, sys, time
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import numpy as np
-import tensorflow as tf
-spec = json.loads(sys.argv[1])
-x = np.load(spec["input"])
-graph_def = tf.compat.v1.GraphDef()
-with open(spec["pb"], "rb") as f:
-    graph_def.ParseFromString(f.read())
-graph = tf.Graph()
-with graph.as_default():
-    tf.import_graph_def(graph_def, name="")
-result = {}
-for threads in (1, 0):
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
-                                      inter_op_parallelism_threads=threads)
-    with tf.compat.v1.Session(graph=graph, config=config) as session:
-        feeds = {spec["input_name"]: x}
-        for _ in range(3):
-            out = session.run(spec["outputs"], feeds)[0]
-        times = []
-        for _ in range(spec["runs"]):
-            start = time.perf_counter()
-            session.run(spec["outputs"], feeds)
-            times.append(time.perf_counter() - start)
-    result["1" if threads == 1 else "all"] = 1000 * statistics.median(times)
-np.save(spec["output"], out)
-print(json.dumps(result))
-"""
-
-
-_OPENVINO_LATENCY_SCRIPT = """
-import json, statistics, sys, time
-import numpy as np
-import openvino as ov
-spec = json.loads(sys.argv[1])
-x = np.load(spec["input"])
-core = ov.Core()
-model = core.read_model(spec["model"])
-model.reshape({model.inputs[0].get_any_name(): list(x.shape)})
-result = {}
-for threads in (1, 0):
-    config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-    request = core.compile_model(model, "CPU", config).create_infer_request()
-    for _ in range(3):
-        request.infer([x])
-    times = []
-    for _ in range(spec["runs"]):
-        start = time.perf_counter()
-        request.infer([x])
-        times.append(time.perf_counter() - start)
-    result["1" if threads == 1 else "all"] = 1000 * statistics.median(times)
-print(json.dumps(result))
-"""
-
-
-def openvino_latency(model_xml: str, out_dir: str, runs: int) -> Dict[str, float]:
-    """OpenVINO's CPU latency (ms) on the model it converted, on the input the onnxruntime
-    child saved; context beside tf2ir's, not interleaved with it."""
-    spec = {"input": os.path.join(out_dir, "x.npy"), "model": model_xml, "runs": runs}
-    result = subprocess.run([sys.executable, "-c", _OPENVINO_LATENCY_SCRIPT, json.dumps(spec)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"latency: OpenVINO failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
-        return {}
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def measure_latency(models: Dict[str, str], pb: str, outputs: List[str], out_dir: str,
-                    runs: int, feed: Optional[Dict] = None
-                    ) -> Tuple[Dict[str, Dict[str, float]], Optional[float]]:
-    """Latency (ms) of each ONNX model in onnxruntime and of the frozen graph in TensorFlow
-    on one random input (batch 1), each measured in a child process; and the largest
-    difference between tf2ir's output and TensorFlow's. The onnxruntime child makes the
-    input: the parent never loads a model, so the next conversion child, forked from it,
-    does not inherit a large peak RSS."""
-    import numpy as np
-    x_path, ours_path, tf_path = (os.path.join(out_dir, f) for f in ("x.npy", "ours.npy", "tf.npy"))
-    feed = feed or DEFAULT_FEED
-    spec = {"input": x_path, "models": models, "runs": runs, "output": ours_path, "feed": feed}
-    result = subprocess.run([sys.executable, "-c", _ORT_LATENCY_SCRIPT, json.dumps(spec)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"latency: onnxruntime failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
-        return {}, None
-    for line in result.stderr.splitlines():
-        if line.startswith("latency:"):
-            print(line, file=sys.stderr)
-    latency = json.loads(result.stdout.strip().splitlines()[-1])
-    if not outputs or not peer_available("tensorflow"):
-        return latency, None
-    spec = {"input": x_path, "pb": pb, "input_name": feed["input"], "outputs": outputs,
-            "runs": runs, "output": tf_path}
-    result = subprocess.run([sys.executable, "-c", _TF_LATENCY_SCRIPT, json.dumps(spec)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"latency: TensorFlow failed: {result.stderr.strip()[-300:]}", file=sys.stderr)
-        return latency, None
-    latency["tf"] = json.loads(result.stdout.strip().splitlines()[-1])
-    return latency, float(np.abs(np.load(ours_path) - np.load(tf_path)).max())
-
-
 def print_latency_table(rows: List[Row]) -> None:
     table = latency_table(rows)
     if table is not None:
         print()
         print(render_text(table))
-
-
-def generate_ladder(path: str, nodes: int, width: int = 16, seed: int = 0) -> str:
-    """Write a frozen GraphDef of about `nodes` nodes without TensorFlow: an input (None,
-    width) through rungs of MatMul(h, W) + b -> Relu/Tanh -> + h (6 nodes with the Consts)."""
-    import numpy as np
-    from tensorboard.compat.proto import (attr_value_pb2, graph_pb2, tensor_pb2,
-                                          tensor_shape_pb2, types_pb2)
-    rng = np.random.RandomState(seed)
-    dim = tensor_shape_pb2.TensorShapeProto.Dim
-    graph = graph_pb2.GraphDef()
-
-    def add(name, op, inputs=(), **attrs):
-        node = graph.node.add(name=name, op=op, input=list(inputs))
-        node.attr["dtype" if op in ("Const", "Placeholder") else "T"].type = types_pb2.DT_FLOAT
-        for key, value in attrs.items():
-            node.attr[key].CopyFrom(value)
-        return name
-
-    def const(name, array):
-        tensor = tensor_pb2.TensorProto(
-            dtype=types_pb2.DT_FLOAT, tensor_content=array.tobytes(),
-            tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[dim(size=d) for d in array.shape]))
-        return add(name, "Const", value=attr_value_pb2.AttrValue(tensor=tensor))
-
-    shape = tensor_shape_pb2.TensorShapeProto(dim=[dim(size=-1), dim(size=width)])
-    h = add("input", "Placeholder", shape=attr_value_pb2.AttrValue(shape=shape))
-    for i in range((nodes - 2) // 6):
-        w = const(f"rung{i}/w", (rng.randn(width, width) / width).astype(np.float32))
-        b = const(f"rung{i}/b", (rng.randn(width) * 0.1).astype(np.float32))
-        m = add(f"rung{i}/matmul", "MatMul", [h, w])
-        a = add(f"rung{i}/bias", "AddV2", [m, b])
-        act = add(f"rung{i}/act", "Relu" if i % 2 else "Tanh", [a])
-        h = add(f"rung{i}/residual", "AddV2", [act, h])
-    add("Identity", "Identity", [h])
-    return _write_graph(path, graph)
-
-
-def _write_graph(path: str, graph) -> str:
-    from tf2ir.ir.atomic import atomic_output
-    with atomic_output(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(graph.SerializeToString())
-    return path
-
-
-def generate_chain(path: str, nodes: int) -> str:
-    """A frozen GraphDef of a constant chain: c, AddV2(c, c), AddV2(that, c), ... `nodes`
-    deep, added to an input at the end. Every link folds: constant folding must stay linear."""
-    from tensorboard.compat.proto import graph_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
-    graph = graph_pb2.GraphDef()
-    x = graph.node.add(name="input", op="Placeholder")
-    x.attr["dtype"].type = types_pb2.DT_FLOAT
-    x.attr["shape"].shape.dim.add(size=4)
-    c = graph.node.add(name="c", op="Const")
-    c.attr["dtype"].type = types_pb2.DT_FLOAT
-    c.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(
-        dtype=types_pb2.DT_FLOAT, float_val=[1, 2, 3, 4],
-        tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=4)])))
-    previous = "c"
-    for i in range(nodes):
-        link = graph.node.add(name=f"link{i}", op="AddV2", input=[previous, "c"])
-        link.attr["T"].type = types_pb2.DT_FLOAT
-        previous = link.name
-    out = graph.node.add(name="Identity", op="AddV2", input=["input", previous])
-    out.attr["T"].type = types_pb2.DT_FLOAT
-    return _write_graph(path, graph)
-
-
-def generate_wide(path: str, nodes: int) -> str:
-    """A frozen GraphDef of `nodes` nodes with `nodes`/2 outputs: an input, then per output
-    AddV2(input, input) -> Relu, every Relu a sink. Pruning and output handling must stay
-    linear."""
-    from tensorboard.compat.proto import graph_pb2, types_pb2
-    graph = graph_pb2.GraphDef()
-    x = graph.node.add(name="input", op="Placeholder")
-    x.attr["dtype"].type = types_pb2.DT_FLOAT
-    x.attr["shape"].shape.dim.add(size=-1)
-    for i in range(nodes // 2):
-        add = graph.node.add(name=f"add{i}", op="AddV2", input=["input", "input"])
-        add.attr["T"].type = types_pb2.DT_FLOAT
-        relu = graph.node.add(name=f"out{i}", op="Relu", input=[add.name])
-        relu.attr["T"].type = types_pb2.DT_FLOAT
-    return _write_graph(path, graph)
-
-
-GENERATORS = {"ladder": generate_ladder, "chain": generate_chain, "wide": generate_wide}
-
-
-def parse_generate(spec: str) -> Tuple[str, int]:
-    """'20000' (a ladder), 'chain:20000', 'wide:200000' → (kind, nodes)."""
-    kind, _, nodes = spec.rpartition(":")
-    kind = kind or "ladder"
-    if kind not in GENERATORS or not nodes.isdigit():
-        raise argparse.ArgumentTypeError(f"bad --generate {spec!r}: NODES or KIND:NODES with "
-                                         f"KIND one of {', '.join(GENERATORS)}")
-    return kind, int(nodes)
 
 
 def print_table(rows: List[Row]) -> None:
