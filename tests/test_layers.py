@@ -13,7 +13,11 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = ("ir", "opp", "plugins", "parser", "tools")
-SIZE_LIMIT = 450            # lines per module in ir/, opp/, plugins/, parser/
+SIZE_LIMIT = 450            # lines per module in ir/, opp/, plugins/, parser/, tools/
+SIZE_EXEMPT = {             # modules over the limit for now, each with its reason
+    "tf2ir.tools.passcheck",    # issue 22: rewritten with the ONNX graph API
+}
+SIZE_SKIPPED_FOLDERS = (os.path.join(ROOT, "tools", "report_assets") + os.sep,)   # vendored, static
 
 
 def _modules() -> Dict[str, str]:
@@ -106,11 +110,21 @@ def test_the_ir_core_never_imports_onnx():
     assert offenders == []
 
 
-@pytest.mark.parametrize("layer", ["ir", "opp", "plugins", "parser"])
+def _lines(path: str) -> int:
+    return sum(1 for _ in open(path, encoding="utf-8"))
+
+
+@pytest.mark.parametrize("layer", ["ir", "opp", "plugins", "parser", "tools"])
 def test_modules_stay_small(layer):
-    big = {m: n for m, path in MODULES.items() if _layer(m) == layer
-           for n in [sum(1 for _ in open(path, encoding="utf-8"))] if n > SIZE_LIMIT}
+    sized = {m: path for m, path in MODULES.items() if _layer(m) == layer
+             and not path.startswith(SIZE_SKIPPED_FOLDERS)}
+    big = {m: n for m, path in sized.items() if m not in SIZE_EXEMPT
+           for n in [_lines(path)] if n > SIZE_LIMIT}
     assert big == {}, f"modules over {SIZE_LIMIT} lines"
+    # an exempt module that is small again (or gone) leaves the list
+    small = sorted(m for m in SIZE_EXEMPT if _layer(m) == layer
+                   and (m not in sized or _lines(sized[m]) <= SIZE_LIMIT))
+    assert small == [], "SIZE_EXEMPT lists modules within the limit"
 
 
 def test_the_checker_catches_an_upward_import(tmp_path):
