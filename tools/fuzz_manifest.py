@@ -39,7 +39,7 @@ PREFIX = ".manifest/"
 DEPTH = 8                               # the sandbox root is this many folders down
 ROOT_REL = "/".join(["s"] * DEPTH) + "/root"
 PLACEHOLDER = "@ROOT@"
-SEED_MODELS = ("Relu", "AddV2")         # seed graphs of tools/fuzz.py that become a.pb, b.pb
+SEED_MODELS = ("Relu", "AddV2")         # seed graphs of tools/fuzz_seeds.py that become a.pb, b.pb
 
 
 def _key(path: str) -> str:

@@ -219,7 +219,7 @@ def run_case(case: Case, execute: Callable, ctx: Context, time_limit: Optional[f
         result.key = (kind, normalize(message, 120))
     elif isinstance(exc_seen, BatchInternalError):
         result.detail = {"type": f"batch internal error {exc_seen.kind}",
-                         "message": _first_line(str(exc_seen)), "frame": "tools/batch.py",
+                         "message": _first_line(str(exc_seen)), "frame": "tools/batch_convert.py",
                          "function": "convert_one", "traceback": ""}
         result.key = (result.detail["type"], normalize(str(exc_seen).split(":", 2)[-1], 60))
     elif outcome != "ok":
