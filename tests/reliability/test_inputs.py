@@ -376,16 +376,16 @@ def test_folding_never_computes_a_result_beyond_the_bound(op_type, arrays, monke
 
 
 def test_onnx_folding_checks_a_broadcast_before_computing_it(monkeypatch):
-    from tf2ir.ir.onnx.passes.lowered import LoweredGraph
-    from onnx import helper
+    from tf2ir.ir.onnx.graph import OnnxGraph
     calls = []
-    monkeypatch.setitem(onnx_fold.FOLDERS, "Add", lambda node, a, b: calls.append(1))
-    g = LoweredGraph.__new__(LoweredGraph)
-    g.nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add")]
-    g.initializers = {"a": np.ones((100_000, 1), np.float32), "b": np.ones((1, 100_000), np.float32)}
-    g.pinned, g.ranks = set(), {}
-    g.keep_only = lambda dead: None
+    monkeypatch.setattr(onnx_fold, "evaluate", lambda node, arrays: calls.append(1))
+    g = OnnxGraph(str, outputs=["z"], initializers={
+        "a": np.ones((100_000, 1), np.float32), "b": np.ones((1, 100_000), np.float32)})
+    g.add_node("Add", ["a", "b"], ["y"], name="add")
+    g.add_node("Relu", ["y"], ["z"], name="relu")
     assert onnx_fold.fold_lowered_constants(g) == 0 and calls == []
+    g.initializers["b"] = np.ones((1, 1), np.float32)       # a small one is computed
+    assert onnx_fold.fold_lowered_constants(g) == 0 and calls == [1]
 
 
 # -- item 6: linear folding and pruning ------------------------------------------------------

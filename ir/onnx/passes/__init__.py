@@ -55,7 +55,8 @@ _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad",
 
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
-          "constant folding of ONNX nodes whose inputs are all constants (size-bounded)"),
+          "constant folding of ONNX nodes whose inputs are all constants (size-bounded; "
+          "by onnx's reference evaluator)", legacy=False),
     _onnx("reshape", simplify_reshapes,
           "run-time Reshape targets made constant; Reshape+unit-dim Transpose merged",
           after=("fold",)),
