@@ -190,8 +190,6 @@ class _Sinker:
         g = self.g
         out = g.add_node("Transpose", [x], outputs, perm=list(perm), **place).output[0]
         g.ranks[out] = len(perm)
-        if x in g.dtypes:
-            g.dtypes.setdefault(out, g.dtypes[x])
         return out
 
     # -- one node ------------------------------------------------------------------------
@@ -268,8 +266,6 @@ class _Sinker:
             raw = g.fresh(f"{out}/raw")
             g.rename_output(node, k, raw)
             g.ranks[raw] = len(out_perm)
-            if out in g.dtypes:
-                g.dtypes.setdefault(raw, g.dtypes[out])
             self.new_transpose(raw, out_perm, [out], after=node)
         self.changes += 1
 
@@ -317,7 +313,7 @@ def sink_transposes(g: OnnxGraph) -> int:
     before = _count(g)
     if not before:
         return 0
-    saved, saved_dtypes = g.snapshot(), dict(g.dtypes)
+    saved = g.snapshot()
     for _ in range(MAX_SWEEPS):
         if not _Sinker(g).sweep():
             break
@@ -325,6 +321,5 @@ def sink_transposes(g: OnnxGraph) -> int:
     after = _count(g)
     if after > before:
         g.restore(saved)
-        g.dtypes = saved_dtypes
         return 0
     return before - after
