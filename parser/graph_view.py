@@ -78,10 +78,12 @@ class TfNode:
         self.inputs: List[Tuple[str, int]] = []
         self.control_inputs: List[str] = []
         for text in node_def.input:
-            if text.startswith("^"):
+            if text[:1] == "^":
                 self.control_inputs.append(text[1:])
-            else:
+            elif ":" in text:
                 self.inputs.append(split_tensor_name(text))
+            else:   # the common case, without a call
+                self.inputs.append((text, 0))
         self._attrs: Optional[Dict[str, Any]] = None
         self._kinds: Dict[str, str] = {}
 
@@ -133,16 +135,18 @@ class TfGraph:
     def __init__(self, graph_def, model: str = "<graph>"):
         self.model = model
         self.nodes: Dict[str, TfNode] = {}
+        nodes = self.nodes
         for node_def in graph_def.node:
-            if not node_def.name or not node_def.op:
+            node = TfNode(node_def)
+            if not node.name or not node.op_type:
                 raise ConversionError("not a TensorFlow GraphDef: a node has no name or op type",
                                       model=model)
-            if node_def.name in self.nodes:
-                raise ConversionError("duplicate node name", model=model, node=node_def.name)
-            self.nodes[node_def.name] = TfNode(node_def)
-        for node in self.nodes.values():
+            if node.name in nodes:
+                raise ConversionError("duplicate node name", model=model, node=node.name)
+            nodes[node.name] = node
+        for node in nodes.values():
             for src, _ in node.inputs:
-                if src not in self.nodes:
+                if src not in nodes:
                     raise ConversionError(f"input '{src}' does not exist in the graph",
                                           model=model, node=node.name, op_type=node.op_type)
         self.library = graph_def.library
@@ -181,6 +185,11 @@ class TfGraph:
             needed.add(name)
             stack.extend(src for src, _ in self.nodes[name].inputs)
         order = {name: i for i, name in enumerate(self.nodes)}
+        if all(order[src] < index for name, index in order.items() if name in needed
+               for src, _ in self.nodes[name].inputs):
+            # Every input comes before its consumer in the file (the usual GraphDef): the
+            # lexicographic order by file position is the file order itself (linear).
+            return [name for name in self.nodes if name in needed]
         edges = [(src, name) for name in needed for src, _ in self.nodes[name].inputs]
         try:
             return lexicographic_order(needed, edges, key=order.__getitem__)
