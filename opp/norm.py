@@ -66,11 +66,11 @@ def _lower_batch_norm(ctx, node):
     param_shape = ctx.constant(np.array([-1] + [1] * (rank - 1 - channel), np.int64))
 
     def to_x(name):
-        return name if channel == rank - 1 else ctx.emit("Reshape", [name, param_shape])[0]
+        return name if channel == rank - 1 else ctx.op.Reshape(name, param_shape)
 
     xs = ctx.input(0)
     if dtype != param:
-        xs = ctx.emit("Cast", [xs], to=ONNX_DTYPES[param])[0]
+        xs = ctx.op.Cast(xs, to=ONNX_DTYPES[param])
     values = [ctx.const_input(i) for i in range(1, 5)]
     if not node.attrs["is_training"]:
         if all(v is not None for v in values):
@@ -81,48 +81,48 @@ def _lower_batch_norm(ctx, node):
                 a, b = (v.reshape((-1,) + (1,) * (rank - 1 - channel)) for v in (a, b))
             mul, add = ctx.constant(a, "bn_scale"), ctx.constant(b, "bn_offset")
         else:
-            shifted = ctx.emit("Add", [ctx.input(4), ctx.constant(np.array(eps, np_param))])[0]
-            std = ctx.emit("Sqrt", [shifted])[0]
-            a = ctx.emit("Div", [ctx.input(1), std])[0]
-            b = ctx.emit("Sub", [ctx.input(2), ctx.emit("Mul", [ctx.input(3), a])[0]])[0]
+            shifted = ctx.op.Add(ctx.input(4), ctx.constant(np.array(eps, np_param)))
+            std = ctx.op.Sqrt(shifted)
+            a = ctx.op.Div(ctx.input(1), std)
+            b = ctx.op.Sub(ctx.input(2), ctx.op.Mul(ctx.input(3), a))
             mul, add = to_x(a), to_x(b)
         batch_mean, batch_var, saved_mean, saved_var = ctx.input(3), ctx.input(4), ctx.input(3), ctx.input(4)
-        normalized = ctx.emit("Add", [ctx.emit("Mul", [xs, mul])[0], add])[0]
+        normalized = ctx.op.Add(ctx.op.Mul(xs, mul), add)
     else:
         axes = ctx.constant(np.array([i for i in range(rank) if i != channel], np.int64))
-        mean = ctx.emit("ReduceMean", [xs, axes], keepdims=1)[0]
-        centered = ctx.emit("Sub", [xs, mean])[0]
-        var = ctx.emit("ReduceMean", [ctx.emit("Mul", [centered, centered])[0], axes], keepdims=1)[0]
-        std = ctx.emit("Sqrt", [ctx.emit("Add", [var, ctx.constant(np.array(eps, np_param))])[0]])[0]
-        scaled = ctx.emit("Div", [centered, std])[0]
-        normalized = ctx.emit("Add", [ctx.emit("Mul", [scaled, to_x(ctx.input(1))])[0],
-                                      to_x(ctx.input(2))])[0]
+        mean = ctx.op.ReduceMean(xs, axes, keepdims=1)
+        centered = ctx.op.Sub(xs, mean)
+        var = ctx.op.ReduceMean(ctx.op.Mul(centered, centered), axes, keepdims=1)
+        std = ctx.op.Sqrt(ctx.op.Add(var, ctx.constant(np.array(eps, np_param))))
+        scaled = ctx.op.Div(centered, std)
+        normalized = ctx.op.Add(ctx.op.Mul(scaled, to_x(ctx.input(1))),
+                                to_x(ctx.input(2)))
         flat = ctx.constant(np.array([-1], np.int64))
-        saved_mean = ctx.emit("Reshape", [mean, flat])[0]
-        saved_var = ctx.emit("Reshape", [var, flat])[0]
+        saved_mean = ctx.op.Reshape(mean, flat)
+        saved_var = ctx.op.Reshape(var, flat)
         # TF reports the unbiased (Bessel-corrected) variance, averaged into the running one.
-        shape = ctx.emit("Shape", [xs])[0]
-        count = ctx.emit("ReduceProd", [ctx.emit("Gather", [shape, axes], axis=0)[0]], keepdims=0)[0]
-        count = ctx.emit("Cast", [count], to=ONNX_DTYPES[param])[0]
+        shape = ctx.op.Shape(xs)
+        count = ctx.op.ReduceProd(ctx.op.Gather(shape, axes, axis=0), keepdims=0)
+        count = ctx.op.Cast(count, to=ONNX_DTYPES[param])
         one = ctx.constant(np.array(1, np_param))
-        bessel = ctx.emit("Div", [count, ctx.emit("Max", [ctx.emit("Sub", [count, one])[0], one])[0]])[0]
-        batch_mean, batch_var = saved_mean, ctx.emit("Mul", [saved_var, bessel])[0]
+        bessel = ctx.op.Div(count, ctx.op.Max(ctx.op.Sub(count, one), one))
+        batch_mean, batch_var = saved_mean, ctx.op.Mul(saved_var, bessel)
         factor = node.attrs["exponential_avg_factor"]
         if factor != 1.0:
             if any(node.inputs[i].desc.shape == (0,) for i in (3, 4)):
                 raise ConversionError("exponential_avg_factor != 1 needs the running mean and variance")
             keep, new = ctx.constant(np.array(1 - factor, np_param)), ctx.constant(np.array(factor, np_param))
             batch_mean, batch_var = (
-                ctx.emit("Add", [ctx.emit("Mul", [ctx.input(i), keep])[0], ctx.emit("Mul", [v, new])[0]])[0]
+                ctx.op.Add(ctx.op.Mul(ctx.input(i), keep), ctx.op.Mul(v, new))
                 for i, v in ((3, batch_mean), (4, batch_var)))
     if dtype != param:
-        ctx.emit("Cast", [normalized], [ctx.output(0)], to=ONNX_DTYPES[dtype])
+        ctx.op.Cast(normalized, out=ctx.output(0), to=ONNX_DTYPES[dtype])
     else:
-        ctx.emit("Identity", [normalized], [ctx.output(0)])
+        ctx.op.Identity(normalized, out=ctx.output(0))
     for index, name in enumerate([batch_mean, batch_var, saved_mean, saved_var], start=1):
-        ctx.emit("Identity", [name], [ctx.output(index)])
+        ctx.op.Identity(name, out=ctx.output(index))
     if len(node.outputs) == 6:
-        ctx.emit("Identity", [ctx.constant(np.zeros(0, np_param), "reserve")], [ctx.output(5)])
+        ctx.op.Identity(ctx.constant(np.zeros(0, np_param), "reserve"), out=ctx.output(5))
 
 
 _batch_norm("FusedBatchNorm", 5)
