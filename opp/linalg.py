@@ -9,6 +9,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.kernels import via
 from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.carriers import ARITHMETIC_VIA
 from tf2ir.opp.emitting import (
@@ -18,6 +19,10 @@ from tf2ir.opp.emitting import (
 from tf2ir.opp.shapes import broadcast_shapes, const_ints, same_as_input
 
 OPS = OpSet("tf2ir.opp.linalg")
+
+# the dtypes MatMul and Einsum compute in where onnxruntime has no kernel (small ints: int32)
+MATMUL_VIA = via("MatMul", ARITHMETIC_VIA)
+EINSUM_VIA = via("Einsum", ARITHMETIC_VIA)
 
 # -- matrix products -----------------------------------------------------------------------
 matmul = (OPS.declare("MatMul", "2-D matrix product with optional transposes.")
@@ -54,20 +59,20 @@ def _infer_matmul(node):
 def _lower_matmul(ctx, node):
     inputs = [ctx.input(0), ctx.input(1)] + ([ctx.input(2)] if ctx.input(2) else [])
     if node.inputs[0].desc.dtype in ("float32", "float64", "float16", "bfloat16"):
-        ctx.emit("Gemm", inputs, [ctx.output(0)], transA=int(node.attrs["transpose_x1"]),
-                 transB=int(node.attrs["transpose_x2"]))
+        ctx.op.Gemm(*inputs, out=ctx.output(0), transA=int(node.attrs["transpose_x1"]),
+                    transB=int(node.attrs["transpose_x2"]))
         return
     a, b = inputs[:2]
     if node.attrs["transpose_x1"]:
-        a = ctx.emit("Transpose", [a], perm=[1, 0])[0]
+        a = ctx.op.Transpose(a, perm=[1, 0])
     if node.attrs["transpose_x2"]:
-        b = ctx.emit("Transpose", [b], perm=[1, 0])[0]
+        b = ctx.op.Transpose(b, perm=[1, 0])
     dtype = node.inputs[0].desc.dtype
     if len(inputs) == 3:
-        product = emit_via(ctx, "MatMul", [a, b], ctx.fresh("product"), dtype, ARITHMETIC_VIA)
-        ctx.emit("Add", [product, inputs[2]], [ctx.output(0)])
+        product = emit_via(ctx, "MatMul", [a, b], ctx.fresh("product"), dtype, MATMUL_VIA)
+        ctx.op.Add(product, inputs[2], out=ctx.output(0))
     else:
-        emit_via(ctx, "MatMul", [a, b], ctx.output(0), dtype, ARITHMETIC_VIA)
+        emit_via(ctx, "MatMul", [a, b], ctx.output(0), dtype, MATMUL_VIA)
 
 
 batch_mat_mul = (OPS.declare("BatchMatMul", "Matrix products over the last two dims, batch dims "
@@ -108,14 +113,14 @@ def _lower_batch_mat_mul(ctx, node):
         if adjoint:
             name = swap_last_two(ctx, name, desc.rank)
         operands.append(name)
-    emit_via(ctx, "MatMul", operands, ctx.output(0), dtype, ARITHMETIC_VIA)
+    emit_via(ctx, "MatMul", operands, ctx.output(0), dtype, MATMUL_VIA)
 
 
 def swap_last_two(ctx, x: str, rank: Optional[int]) -> str:
     """`x` with its last two dims swapped: a Transpose where the rank is known, else x as
     [batch, m, n] (the batch dims' product), transposed and given back its batch dims."""
     if rank is not None:
-        return ctx.emit("Transpose", [x], perm=list(range(rank - 2)) + [rank - 1, rank - 2])[0]
+        return ctx.op.Transpose(x, perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     o = Emitter(ctx, "int64")
     shape = o.Shape(x)
     batch_dims, rows, cols = (o.Slice(shape, o.c([0]), o.c([-2])), o.Shape(x, start=-2, end=-1),
@@ -216,8 +221,8 @@ def _lower_einsum(ctx, node):
             if span < widest:
                 start = terms[i].index(".")
                 axes = ctx.constant(np.arange(start, start + widest - span, dtype=np.int64))
-                inputs[i] = ctx.emit("Unsqueeze", [inputs[i], axes])[0]
-    emit_via(ctx, "Einsum", inputs, ctx.output(0), dtype, ARITHMETIC_VIA,
+                inputs[i] = ctx.op.Unsqueeze(inputs[i], axes)
+    emit_via(ctx, "Einsum", inputs, ctx.output(0), dtype, EINSUM_VIA,
              equation=node.attrs["equation"].replace(" ", ""))
 
 
@@ -260,16 +265,16 @@ def _lower_matrix_diag(ctx, node):
 def _emit_main_diagonal(ctx, dtype, padding):
     """Square matrices with input 0 on the main diagonal, `padding` (a name, '' for 0) elsewhere."""
     last = ctx.constant(np.array([-1], np.int64))
-    size = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], last])[0]      # [N]
-    count = ctx.emit("Squeeze", [size])[0]
-    positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), count,
-                                   ctx.constant(np.array(1, np.int64))])[0]
-    rows = ctx.emit("Unsqueeze", [positions, last])[0]                                  # [N, 1]
-    on_diagonal = ctx.emit("Equal", [rows, positions])[0]                              # [N, N]
-    column = ctx.emit("Unsqueeze", [ctx.input(0), last])[0]                            # [..., N, 1]
+    size = ctx.op.Gather(ctx.op.Shape(ctx.input(0)), last)      # [N]
+    count = ctx.op.Squeeze(size)
+    positions = ctx.op.Range(ctx.constant(np.array(0, np.int64)), count,
+                             ctx.constant(np.array(1, np.int64)))
+    rows = ctx.op.Unsqueeze(positions, last)                                  # [N, 1]
+    on_diagonal = ctx.op.Equal(rows, positions)                              # [N, N]
+    column = ctx.op.Unsqueeze(ctx.input(0), last)                            # [..., N, 1]
     # entry (i, j) of a row takes diagonal[..., i]: the diagonal as a column broadcasts
     padding = padding or ctx.constant(np.zeros((), numpy_dtype(dtype)))
-    ctx.emit("Where", [on_diagonal, column, padding], [ctx.output(0)])
+    ctx.op.Where(on_diagonal, column, padding, out=ctx.output(0))
 
 
 # -- diagonal bands (MatrixDiagV2/V3) ------------------------------------------------------------
@@ -383,7 +388,7 @@ def _lower_matrix_diag_band(ctx, node):
     padding = ctx.input(4) or ctx.constant(np.zeros((), numpy_dtype(dtype)))
     chosen = emit_where(ctx, valid, picked, padding, dtype)
     shape = o.Concat(batch, o.Reshape(rows, o.c([1])), o.Reshape(cols, o.c([1])), axis=0)
-    ctx.emit("Reshape", [chosen, shape], [ctx.output(0)])
+    ctx.op.Reshape(chosen, shape, out=ctx.output(0))
 
 
 @matrix_diag_band.fold
@@ -422,17 +427,17 @@ def _lower_band_part(ctx, node):
     if rank is not None and rank < 2:
         raise ConversionError("MatrixBandPart needs a rank >= 2 input")
     zero, one = ctx.constant(np.array(0, np.int64)), ctx.constant(np.array(1, np.int64))
-    rows = ctx.emit("Range", [zero, emit_dim(ctx, ctx.input(0), -2), one])[0]
-    cols = ctx.emit("Range", [zero, emit_dim(ctx, ctx.input(0), -1), one])[0]
-    below = ctx.emit("Sub", [ctx.emit("Unsqueeze", [rows, int64_constant(ctx, [1])])[0], cols])[0]  # i - j
-    above = ctx.emit("Neg", [below])[0]
+    rows = ctx.op.Range(zero, emit_dim(ctx, ctx.input(0), -2), one)
+    cols = ctx.op.Range(zero, emit_dim(ctx, ctx.input(0), -1), one)
+    below = ctx.op.Sub(ctx.op.Unsqueeze(rows, int64_constant(ctx, [1])), cols)  # i - j
+    above = ctx.op.Neg(below)
 
     def within(distance, index):
         limit = scalar_int64_input(ctx, index)
-        everything = ctx.emit("Less", [limit, zero])[0]
-        return ctx.emit("Or", [everything, ctx.emit("LessOrEqual", [distance, limit])[0]])[0]
+        everything = ctx.op.Less(limit, zero)
+        return ctx.op.Or(everything, ctx.op.LessOrEqual(distance, limit))
 
-    keep = ctx.emit("And", [within(below, 1), within(above, 2)])[0]
+    keep = ctx.op.And(within(below, 1), within(above, 2))
     dtype = node.inputs[0].desc.dtype
     zeros = ctx.constant(np.zeros((), numpy_dtype(dtype)))
     emit_where(ctx, keep, ctx.input(0), zeros, dtype, ctx.output(0))
