@@ -35,11 +35,11 @@ def _lower_layer_norm(ctx, node):
     scale = ctx.input(1)
     if not scale:   # ONNX needs a scale: ones shaped like the normalized dims
         dtype = np.dtype(node.inputs[0].desc.dtype)
-        dims = ctx.emit("Shape", [ctx.input(0)], start=axis)[0]
-        scale = ctx.emit("Expand", [ctx.constant(np.ones(1, dtype), "one"), dims])[0]
+        dims = ctx.op.Shape(ctx.input(0), start=axis)
+        scale = ctx.op.Expand(ctx.constant(np.ones(1, dtype), "one"), dims)
     inputs = [ctx.input(0), scale] + ([ctx.input(2)] if ctx.input(2) else [])
-    ctx.emit("LayerNormalization", inputs, [ctx.output(0)], axis=axis,
-             epsilon=node.attrs["epsilon"])
+    ctx.op.LayerNormalization(*inputs, out=ctx.output(0), axis=axis,
+                              epsilon=node.attrs["epsilon"])
 
 
 rms_norm = (OPS.declare("RMSNorm", "Scales by the root mean square over the axes from "
@@ -62,16 +62,16 @@ def _lower_rms_norm(ctx, node):
     axis = node.attrs["begin_norm_axis"]
     if axis >= 0:                   # inference checked it against the known rank
         axis -= desc.rank
-    square = ctx.emit("Pow", [x, ctx.constant(np.array(2, dtype), "two")])[0]
-    mean = ctx.emit("ReduceMean", [square, ctx.constant(np.arange(axis, 0, dtype=np.int64),
-                                                        "axes")], keepdims=1)[0]
-    shifted = ctx.emit("Add", [mean, ctx.constant(np.array(node.attrs["epsilon"], dtype),
-                                                  "epsilon")])[0]
-    root = ctx.emit("Sqrt", [shifted])[0]
+    square = ctx.op.Pow(x, ctx.constant(np.array(2, dtype), "two"))
+    mean = ctx.op.ReduceMean(square, ctx.constant(np.arange(axis, 0, dtype=np.int64),
+                                                        "axes"), keepdims=1)
+    shifted = ctx.op.Add(mean, ctx.constant(np.array(node.attrs["epsilon"], dtype),
+                                                  "epsilon"))
+    root = ctx.op.Sqrt(shifted)
     if not ctx.input(1):
-        ctx.emit("Div", [x, root], [ctx.output(0)])
+        ctx.op.Div(x, root, out=ctx.output(0))
         return
-    ctx.emit("Mul", [ctx.emit("Div", [x, root])[0], ctx.input(1)], [ctx.output(0)])
+    ctx.op.Mul(ctx.op.Div(x, root), ctx.input(1), out=ctx.output(0))
 
 
 gelu = (OPS.declare("Gelu", "x * Phi(x), Phi the normal CDF; approximate 'tanh' uses "
@@ -123,14 +123,17 @@ swish.infer(same_as_input)
 @swish.lower
 def _lower_swish(ctx, node):
     x, beta = ctx.input(0), node.attrs["beta"]
-    scaled = x if beta == 1.0 else ctx.emit(
-        "Mul", [x, ctx.constant(np.array(beta, np.dtype(node.inputs[0].desc.dtype)))])[0]
-    ctx.emit("Mul", [x, ctx.emit("Sigmoid", [scaled])[0]], [ctx.output(0)])
+    scaled = x if beta == 1.0 else ctx.op.Mul(
+        x, ctx.constant(np.array(beta, np.dtype(node.inputs[0].desc.dtype))))
+    ctx.op.Mul(x, ctx.op.Sigmoid(scaled), out=ctx.output(0))
 
 
 hard_sigmoid = (OPS.declare("HardSigmoid", "max(0, min(1, alpha * x + beta)).")
                 .input("x", FLOAT_TYPES).output("y")
                 .attr("alpha", "float", 0.2).attr("beta", "float", 0.5))
 hard_sigmoid.infer(same_as_input)
-hard_sigmoid.lower(lambda ctx, node: ctx.emit("HardSigmoid", [ctx.input(0)], [ctx.output(0)],
-                                              alpha=node.attrs["alpha"], beta=node.attrs["beta"]))
+
+
+@hard_sigmoid.lower
+def _lower_hard_sigmoid(ctx, node):
+    ctx.op.HardSigmoid(ctx.input(0), out=ctx.output(0), alpha=node.attrs["alpha"], beta=node.attrs["beta"])
