@@ -92,17 +92,27 @@ def _check_item(list_desc: TensorDesc, item: TensorDesc) -> None:
 empty = (OPS.declare("ListEmpty", "An empty list of `element_dtype` tensors (TF EmptyTensorList).")
          .optional_input("element_shape", INDEX_TYPES).output("handle")
          .attr("element_dtype", "dtype"))
-empty.infer(lambda node: [TensorDesc(list_dtype(node.attrs["element_dtype"]),
-                                     element_shape_of(node, 0))])
-empty.lower(lambda ctx, node: ctx.emit("SequenceEmpty", [], [ctx.output(0)],
-                                       dtype=ONNX_DTYPES[node.attrs["element_dtype"]]))
+
+
+@empty.infer
+def _infer_empty(node):
+    return [TensorDesc(list_dtype(node.attrs["element_dtype"]), element_shape_of(node, 0))]
+
+
+@empty.lower
+def _lower_empty(ctx, node):
+    ctx.op.SequenceEmpty(out=ctx.output(0), dtype=ONNX_DTYPES[node.attrs["element_dtype"]])
+
 
 reserve_op = (OPS.declare("ListReserve", "A list of `num_elements` uninitialized elements "
                                          "(TF TensorListReserve).")
               .input("element_shape", INDEX_TYPES).input("num_elements", INDEX_TYPES)
               .output("handle").attr("element_dtype", "dtype"))
-reserve_op.infer(lambda node: [TensorDesc(list_dtype(node.attrs["element_dtype"]),
-                                          element_shape_of(node, 0))])
+
+
+@reserve_op.infer
+def _infer_reserve(node):
+    return [TensorDesc(list_dtype(node.attrs["element_dtype"]), element_shape_of(node, 0))]
 
 
 @reserve_op.lower
@@ -127,7 +137,7 @@ def _infer_tensor_array(node):
 def _lower_tensor_array(ctx, node):
     count = _int64(ctx, ctx.input(0), ctx.input_desc(0))
     reserve(ctx, count, node.attrs["element_dtype"], node.outputs[0].desc.shape, ctx.output(0))
-    ctx.emit("Identity", [ctx.output(0)], [ctx.output(1)])
+    ctx.op.Identity(ctx.output(0), out=ctx.output(1))
 
 
 from_tensor = (OPS.declare("ListFromTensor", "The list of `tensor`'s slices along dim 0.")
@@ -143,8 +153,10 @@ def _infer_from_tensor(node):
     return [TensorDesc(list_dtype(tensor.dtype), refine(shape, element_shape_of(node, 1)))]
 
 
-from_tensor.lower(lambda ctx, node: ctx.emit("SplitToSequence", [ctx.input(0)], [ctx.output(0)],
-                                             axis=0, keepdims=0))
+@from_tensor.lower
+def _lower_from_tensor(ctx, node):
+    ctx.op.SplitToSequence(ctx.input(0), out=ctx.output(0), axis=0, keepdims=0)
+
 
 split = (OPS.declare("ListSplit", "The list of `tensor`'s consecutive pieces along dim 0, "
                                   "of `lengths` rows each (TF TensorListSplit).")
@@ -162,7 +174,7 @@ def _infer_split(node):
 @split.lower
 def _lower_split(ctx, node):
     lengths = _int64(ctx, ctx.input(2), ctx.input_desc(2))
-    ctx.emit("SplitToSequence", [ctx.input(0), lengths], [ctx.output(0)], axis=0)
+    ctx.op.SplitToSequence(ctx.input(0), lengths, out=ctx.output(0), axis=0)
 
 
 scatter = (OPS.declare("ListScatter", "A list of at least `num_elements` (and max(indices) + 1) "
@@ -185,7 +197,7 @@ def _lower_scatter(ctx, node):
     desc = node.outputs[0].desc
     count = ctx.constant(np.array(0, np.int64), "zero")
     if ctx.input(3):
-        count = ctx.emit("Max", [_int64(ctx, ctx.input(3), ctx.input_desc(3)), count])[0]
+        count = ctx.op.Max(_int64(ctx, ctx.input(3), ctx.input_desc(3)), count)
     seq = reserve(ctx, count, element_dtype(desc.dtype), desc.shape)
     indices = _int64(ctx, ctx.input(1), ctx.input_desc(1))
     scatter_into(ctx, seq, ctx.input(0), indices, desc, ctx.output(0))
@@ -210,7 +222,7 @@ def _lower_set_item(ctx, node):
     seq, desc = ctx.input(0), node.outputs[0].desc
     index = _int64(ctx, ctx.input(1), ctx.input_desc(1))
     if node.attrs["resize"]:
-        seq = grow(ctx, seq, ctx.emit("Add", [index, ctx.constant(np.array(1, np.int64), "one")])[0],
+        seq = grow(ctx, seq, ctx.op.Add(index, ctx.constant(np.array(1, np.int64), "one")),
                    desc)
     set_item(ctx, seq, index, ctx.input(2), ctx.output(0))
 
@@ -247,8 +259,10 @@ def _infer_push_back(node):
     return [TensorDesc(desc.dtype, generalize(desc.shape, item.shape))]
 
 
-push_back.lower(lambda ctx, node: ctx.emit("SequenceInsert", [ctx.input(0), ctx.input(1)],
-                                           [ctx.output(0)]))
+@push_back.lower
+def _lower_push_back(ctx, node):
+    ctx.op.SequenceInsert(ctx.input(0), ctx.input(1), out=ctx.output(0))
+
 
 pop_back = (OPS.declare("ListPopBack", "The list without its last element, and that element.")
             .input("handle", LIST_TYPES).optional_input("element_shape", INDEX_TYPES)
@@ -264,8 +278,8 @@ def _infer_pop_back(node):
 @pop_back.lower
 def _lower_pop_back(ctx, node):
     last = ctx.constant(np.array(-1, np.int64), "last")
-    ctx.emit("SequenceAt", [ctx.input(0), last], [ctx.output(1)])
-    ctx.emit("SequenceErase", [ctx.input(0), last], [ctx.output(0)])
+    ctx.op.SequenceAt(ctx.input(0), last, out=ctx.output(1))
+    ctx.op.SequenceErase(ctx.input(0), last, out=ctx.output(0))
 
 
 # -- reading lists --------------------------------------------------------------------------------
@@ -280,14 +294,24 @@ def _infer_get_item(node):
     return [_item_desc(desc, refine(desc.shape, element_shape_of(node, 2)))]
 
 
-get_item.lower(lambda ctx, node: ctx.emit("SequenceAt", [ctx.input(0), ctx.input(1)],
-                                          [ctx.output(0)]))
+@get_item.lower
+def _lower_get_item(ctx, node):
+    ctx.op.SequenceAt(ctx.input(0), ctx.input(1), out=ctx.output(0))
+
 
 length = (OPS.declare("ListLength", "The number of elements of the list (int32).")
           .input("handle", LIST_TYPES).output("length"))
-length.infer(lambda node: [TensorDesc("int32", ())])
-length.lower(lambda ctx, node: ctx.emit(
-    "Cast", [ctx.emit("SequenceLength", [ctx.input(0)])[0]], [ctx.output(0)], to=6))
+
+
+@length.infer
+def _infer_length(node):
+    return [TensorDesc("int32", ())]
+
+
+@length.lower
+def _lower_length(ctx, node):
+    ctx.op.Cast(ctx.op.SequenceLength(ctx.input(0)), out=ctx.output(0), to=6)
+
 
 element_shape = (OPS.declare("ListElementShape", "The list's element shape (-1 for unknown "
                                                  "rank); lowered only when fully known.")
@@ -333,15 +357,15 @@ def _lower_element_shape(ctx, node):
     shape, dtype = _list_desc(node).shape, numpy_dtype(node.attrs["shape_type"])
     stored = stored_element_shape(node)
     if stored is not None:      # TF's answer: the shape the list was made with, as given
-        ctx.emit("Identity", [ctx.constant(stored.astype(dtype), "element_shape")],
-                 [ctx.output(0)])
+        ctx.op.Identity(ctx.constant(stored.astype(dtype), "element_shape"),
+                        out=ctx.output(0))
         return
     if shape is None or None in shape:
         raise ConversionError(f"the element shape {shape_text(shape)} is only known at run time, "
                               "where TF reads it from the list's state, which the ONNX "
                               "sequence does not keep")
     value = np.array(list(shape), dtype)
-    ctx.emit("Identity", [ctx.constant(value, "element_shape")], [ctx.output(0)])
+    ctx.op.Identity(ctx.constant(value, "element_shape"), out=ctx.output(0))
 
 
 stack_op = (OPS.declare("ListStack", "The elements stacked along a new dim 0 (an empty list "
@@ -384,7 +408,7 @@ def _lower_gather(ctx, node):
     rank = len(node.inputs[1].desc.shape or (0,))
     stacked = stack(ctx, ctx.input(0), TensorDesc(desc.dtype, values.shape and values.shape[rank:]),
                     ctx.fresh("stacked"))
-    ctx.emit("Gather", [stacked, ctx.input(1)], [ctx.output(0)], axis=0)
+    ctx.op.Gather(stacked, ctx.input(1), out=ctx.output(0), axis=0)
 
 
 concat = (OPS.declare("ListConcat", "The elements concatenated along dim 0, and each "
@@ -411,15 +435,15 @@ def _lower_concat(ctx, node):
           new_axis=0)
     body = ctx.subcontext()
     names = [body.fresh(hint) for hint in ("lengths/i", "lengths/cond", "lengths/acc")]
-    item = body.emit("SequenceAt", [ctx.input(0), names[0]])[0]
-    rows = body.emit("Shape", [item], start=0, end=1)[0]
-    out = body.emit("Concat", [names[2], rows], axis=0)[0]
+    item = body.op.SequenceAt(ctx.input(0), names[0])
+    rows = body.op.Shape(item, start=0, end=1)
+    out = body.op.Concat(names[2], rows, axis=0)
     vector = TensorDesc("int64", (None,))
     graph = body.make_subgraph(
         ctx.fresh("lengths"), [subgraph_value_info(names[0], TensorDesc("int64", ())),
                                subgraph_value_info(names[1], TensorDesc("bool", ())),
                                subgraph_value_info(names[2], vector)],
         [(names[1], TensorDesc("bool", ())), (out, vector)])
-    count = ctx.emit("SequenceLength", [ctx.input(0)])[0]
+    count = ctx.op.SequenceLength(ctx.input(0))
     none = ctx.constant(np.zeros(0, np.int64), "no_lengths")
-    ctx.emit("Loop", [count, "", none], [ctx.output(1)], body=graph)
+    ctx.op.Loop(count, "", none, out=ctx.output(1), body=graph)
