@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.kernels import kernel_types
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.carriers import ALL_TYPES
@@ -18,16 +19,41 @@ OPS = OpSet("tf2ir.opp.creation")
 # -- fill, broadcast, tile ------------------------------------------------------------------
 fill = OPS.declare("Fill", "A tensor of shape `dims` filled with the scalar `value`.") \
     .input("dims", INDEX_TYPES).input("value").output("y")
-fill.infer(lambda node: infer_from_shape_input(node, 0, node.inputs[1].desc.dtype))
-fill.lower(lambda ctx, node: ctx.emit("Expand", [ctx.input(1), int64_input(ctx, 0)], [ctx.output(0)]))
-fill.fold(lambda node, values: [np.full([int(d) for d in values[0]], values[1])])
+
+
+@fill.infer
+def _infer_fill(node):
+    return infer_from_shape_input(node, 0, node.inputs[1].desc.dtype)
+
+
+@fill.lower
+def _lower_fill(ctx, node):
+    ctx.op.Expand(ctx.input(1), int64_input(ctx, 0), out=ctx.output(0))
+
+
+@fill.fold
+def _fold_fill(node, values):
+    return [np.full([int(d) for d in values[0]], values[1])]
+
 
 broadcast_to = OPS.declare("BroadcastTo", "x broadcast (numpy rules) to `shape`.") \
     .input("x").input("shape", INDEX_TYPES).output("y")
-broadcast_to.infer(lambda node: infer_from_shape_input(node, 1, node.inputs[0].desc.dtype))
-broadcast_to.lower(lambda ctx, node: ctx.emit("Expand", [ctx.input(0), int64_input(ctx, 1)],
-                                              [ctx.output(0)]))
-broadcast_to.fold(lambda node, values: [np.broadcast_to(values[0], [int(d) for d in values[1]]).copy()])
+
+
+@broadcast_to.infer
+def _infer_broadcast_to(node):
+    return infer_from_shape_input(node, 1, node.inputs[0].desc.dtype)
+
+
+@broadcast_to.lower
+def _lower_broadcast_to(ctx, node):
+    ctx.op.Expand(ctx.input(0), int64_input(ctx, 1), out=ctx.output(0))
+
+
+@broadcast_to.fold
+def _fold_broadcast_to(node, values):
+    return [np.broadcast_to(values[0], [int(d) for d in values[1]]).copy()]
+
 
 tile = OPS.declare("Tile", "x repeated multiples[i] times along each dim i.") \
     .input("x").input("multiples", INDEX_TYPES).output("y")
@@ -42,11 +68,18 @@ def _infer_tile(node):
                                       for d, m in zip(x.shape, multiples)))]
 
 
-tile.lower(lambda ctx, node: ctx.emit("Tile", [ctx.input(0), int64_input(ctx, 1)], [ctx.output(0)]))
-tile.fold(lambda node, values: [np.tile(values[0], [int(m) for m in values[1]])])
+@tile.lower
+def _lower_tile(ctx, node):
+    ctx.op.Tile(ctx.input(0), int64_input(ctx, 1), out=ctx.output(0))
+
+
+@tile.fold
+def _fold_tile(node, values):
+    return [np.tile(values[0], [int(m) for m in values[1]])]
+
 
 # -- ranges ----------------------------------------------------------------------------------
-RANGE_TYPES = ("float32", "float64", "int16", "int32", "int64")
+RANGE_TYPES = kernel_types("Range", NUMBER_TYPES)     # onnxruntime's Range kernels
 range_op = OPS.declare("Range", "start, start + delta, ... up to (not including) limit.") \
     .input("start", NUMBER_TYPES).input("limit", NUMBER_TYPES).input("delta", NUMBER_TYPES).output("y")
 
@@ -71,14 +104,17 @@ def _lower_range(ctx, node):
     dtype = node.inputs[0].desc.dtype
     inputs = [ctx.input(i) for i in range(3)]
     if dtype in RANGE_TYPES:
-        ctx.emit("Range", inputs, [ctx.output(0)])
+        ctx.op.Range(*inputs, out=ctx.output(0))
         return
     wide = "float32" if dtype in FLOAT_TYPES else "int64"
-    values = ctx.emit("Range", [emit_cast(ctx, name, wide) for name in inputs])[0]
+    values = ctx.op.Range(*[emit_cast(ctx, name, wide) for name in inputs])
     emit_cast(ctx, values, dtype, ctx.output(0))
 
 
-range_op.fold(lambda node, values: [np.arange(values[0], values[1], values[2])])
+@range_op.fold
+def _fold_range(node, values):
+    return [np.arange(values[0], values[1], values[2])]
+
 
 linspace = OPS.declare("LinSpace", "num evenly spaced values from start to stop (both included).") \
     .input("start", FLOAT_TYPES).input("stop", FLOAT_TYPES).input("num", INDEX_TYPES).output("y")
@@ -95,19 +131,19 @@ def _lower_linspace(ctx, node):
     dtype = node.inputs[0].desc.dtype
     zero, one = ctx.constant(np.array(0, np.int64)), ctx.constant(np.array(1, np.int64))
     num = scalar_int64_input(ctx, 2)
-    steps = ctx.emit("Range", [zero, num, one])[0]
-    last = ctx.emit("Sub", [num, one])[0]
-    divisor = emit_cast(ctx, ctx.emit("Max", [last, one])[0], dtype)
-    step = ctx.emit("Div", [ctx.emit("Sub", [ctx.input(1), ctx.input(0)])[0], divisor])[0]
-    values = ctx.emit("Add", [ctx.input(0), ctx.emit("Mul", [emit_cast(ctx, steps, dtype), step])[0]])[0]
+    steps = ctx.op.Range(zero, num, one)
+    last = ctx.op.Sub(num, one)
+    divisor = emit_cast(ctx, ctx.op.Max(last, one), dtype)
+    step = ctx.op.Div(ctx.op.Sub(ctx.input(1), ctx.input(0)), divisor)
+    values = ctx.op.Add(ctx.input(0), ctx.op.Mul(emit_cast(ctx, steps, dtype), step))
     # TF writes stop itself as the last value (of two or more).
-    is_last = ctx.emit("And", [ctx.emit("Equal", [steps, last])[0],
-                               ctx.emit("Greater", [steps, zero])[0]])[0]
+    is_last = ctx.op.And(ctx.op.Equal(steps, last), ctx.op.Greater(steps, zero))
     emit_where(ctx, is_last, ctx.input(1), values, dtype, ctx.output(0))
 
 
-linspace.fold(lambda node, values: [np.linspace(values[0], values[1], int(values[2]),
-                                                dtype=values[0].dtype)])
+@linspace.fold
+def _fold_linspace(node, values):
+    return [np.linspace(values[0], values[1], int(values[2]), dtype=values[0].dtype)]
 
 
 # -- zeros and ones like --------------------------------------------------------------------
@@ -121,13 +157,13 @@ def _fill_like(op_type: str, value: int):
         desc = node.inputs[0].desc
         work = "float32" if desc.dtype == "bfloat16" else desc.dtype
         shape = (ctx.constant(np.array(desc.shape, np.int64)) if desc.is_fully_known()
-                 else ctx.emit("Shape", [ctx.input(0)])[0])
+                 else ctx.op.Shape(ctx.input(0)))
         fill = tensor_proto("value", np.array([value], numpy_dtype(work)))
         if work == desc.dtype:
-            ctx.emit("ConstantOfShape", [shape], [ctx.output(0)], value=fill)
+            ctx.op.ConstantOfShape(shape, out=ctx.output(0), value=fill)
         else:
-            filled = ctx.emit("ConstantOfShape", [shape], value=fill)[0]
-            ctx.emit("Cast", [filled], [ctx.output(0)], to=ONNX_DTYPES[desc.dtype])
+            filled = ctx.op.ConstantOfShape(shape, value=fill)
+            ctx.op.Cast(filled, out=ctx.output(0), to=ONNX_DTYPES[desc.dtype])
     proto.fold(fold_with(np.zeros_like if value == 0 else np.ones_like))
 
 
