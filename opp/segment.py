@@ -68,7 +68,7 @@ def _start_value(reduction: str, dtype: str):
 def fill(ctx, shape: str, value, dtype: str) -> str:
     """A tensor of run-time `shape` filled with `value`."""
     array = np.array([value]).astype(numpy_dtype(dtype))
-    return ctx.emit("ConstantOfShape", [shape], value=tensor_proto("value", array))[0]
+    return ctx.op.ConstantOfShape(shape, value=tensor_proto("value", array))
 
 
 def segment_scatter(ctx, data: str, ids: str, count: str, rest: str, work: str,
@@ -87,20 +87,20 @@ def segment_scatter(ctx, data: str, ids: str, count: str, rest: str, work: str,
 
 def segment_counts(ctx, ids: str, count: str) -> str:
     """The int64 number of ids equal to each of 0..count-1."""
-    ones = fill(ctx, ctx.emit("Shape", [ids])[0], 1, "int64")
+    ones = fill(ctx, ctx.op.Shape(ids), 1, "int64")
     return segment_scatter(ctx, ones, ids, count, int64_constant(ctx, []), "int64", "add", 0)
 
 
 def _per_row(ctx, counts: str, rest: str) -> str:
     """counts [segments] reshaped to broadcast over [segments] + rest."""
-    trailing = fill(ctx, ctx.emit("Shape", [rest])[0], 1, "int64")
-    return ctx.emit("Reshape", [counts, ctx.emit("Concat", [int64_constant(ctx, [-1]), trailing],
-                                                 axis=0)[0]])[0]
+    trailing = fill(ctx, ctx.op.Shape(rest), 1, "int64")
+    return ctx.op.Reshape(counts, ctx.op.Concat(int64_constant(ctx, [-1]), trailing,
+                                                axis=0))
 
 
 def _finish(ctx, value: str, work: str, dtype: str) -> None:
     if work == dtype:
-        ctx.emit("Identity", [value], [ctx.output(0)])
+        ctx.op.Identity(value, out=ctx.output(0))
     else:
         emit_cast(ctx, value, dtype, ctx.output(0))
 
@@ -135,8 +135,8 @@ def lower_segments(ctx, node, data: str, ids: str, count: str, rest: str, empty_
 
 def _rest(ctx, data: str, skip: int) -> str:
     """The dims of `data` after its first `skip`, int64 1-D."""
-    return ctx.emit("Slice", [ctx.emit("Shape", [data])[0], int64_constant(ctx, [skip]),
-                              int64_constant(ctx, [INT64_MAX])])[0]
+    return ctx.op.Slice(ctx.op.Shape(data), int64_constant(ctx, [skip]),
+                        int64_constant(ctx, [INT64_MAX]))
 
 
 def _largest_id_plus_one(ctx, ids: str) -> str:
@@ -208,9 +208,9 @@ def _infer_unsorted(node):
 def _lower_unsorted(ctx, node):
     rank = node.inputs[1].desc.rank
     if rank is None:        # data's dims after the ids' rank, known at run time
-        rest = ctx.emit("Slice", [ctx.emit("Shape", [ctx.input(0)])[0],
-                                  ctx.emit("Shape", [ctx.emit("Shape", [ctx.input(1)])[0]])[0],
-                                  int64_constant(ctx, [INT64_MAX])])[0]
+        rest = ctx.op.Slice(ctx.op.Shape(ctx.input(0)),
+                            ctx.op.Shape(ctx.op.Shape(ctx.input(1))),
+                            int64_constant(ctx, [INT64_MAX]))
     else:
         rest = _rest(ctx, ctx.input(0), rank)
     lower_segments(ctx, node, ctx.input(0), int64_input(ctx, 1), scalar_int64_input(ctx, 2),
@@ -246,7 +246,7 @@ def _infer_sparse(node):
 
 @sparse.lower
 def _lower_sparse(ctx, node):
-    rows = ctx.emit("Gather", [ctx.input(0), int64_input(ctx, 1)], axis=0)[0]
+    rows = ctx.op.Gather(ctx.input(0), int64_input(ctx, 1), axis=0)
     ids = int64_input(ctx, 2)
     given = len(node.inputs) > 3 and node.inputs[3] is not None
     count = scalar_int64_input(ctx, 3) if given else _largest_id_plus_one(ctx, ids)
@@ -280,7 +280,7 @@ def _infer_bincount(node):
 def _bincount_updates(ctx, node, values: str, work: str) -> str:
     """What each value adds: 1 (counts, binary_output) or its weight; weights that are empty
     at run time count too (the weights followed by ones, cut to the values' size)."""
-    ones = fill(ctx, ctx.emit("Shape", [values])[0], 1, work)
+    ones = fill(ctx, ctx.op.Shape(values), 1, work)
     weights = node.inputs[2].desc
     if node.attrs["binary_output"] or (weights.shape is not None and 0 in weights.shape):
         return ones
@@ -314,7 +314,7 @@ def _lower_bincount(ctx, node):
         rows = o.ReduceProd(o.Concat(int64_constant(ctx, [1]), lead, axis=0), keepdims=1)
         last = o.Slice(shape, int64_constant(ctx, [-1]), int64_constant(ctx, [INT64_MAX]))
         values = o.Reshape(values, o.Concat(rows, last, axis=0))
-        updates = ctx.emit("Reshape", [updates, o.Shape(values)])[0]
+        updates = ctx.op.Reshape(updates, o.Shape(values))
         shape = o.Concat(lead, o.Reshape(size, int64_constant(ctx, [1])), axis=0)
     if rank == 1:
         _finish(ctx, segment_scatter(ctx, updates, values, size, int64_constant(ctx, []), dtype,
@@ -353,12 +353,12 @@ def _lower_tensor_scatter(ctx, node):
         tensor, updates = emit_cast(ctx, tensor, work), emit_cast(ctx, updates, work)
     indices = int64_input(ctx, 1)
     if subtract:
-        zeros = fill(ctx, ctx.emit("Shape", [tensor])[0], 0, work)
-        summed = ctx.emit("ScatterND", [zeros, indices, updates], reduction="add")[0]
-        result = ctx.emit("Sub", [tensor, summed])[0]
+        zeros = fill(ctx, ctx.op.Shape(tensor), 0, work)
+        summed = ctx.op.ScatterND(zeros, indices, updates, reduction="add")
+        result = ctx.op.Sub(tensor, summed)
     else:
         reduction = "max" if node.op_type == "TensorScatterMax" else "min"
-        result = ctx.emit("ScatterND", [tensor, indices, updates], reduction=reduction)[0]
+        result = ctx.op.ScatterND(tensor, indices, updates, reduction=reduction)
     _finish(ctx, result, work, dtype)
 
 
