@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
+from tf2ir.ir.onnx.kernels import kernel_types, via
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, tensor_proto
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant, int64_input, lowering
@@ -31,9 +32,9 @@ from tf2ir.opp.ragged import emit_coordinates, emit_strides
 
 OPS = OpSet("tf2ir.opp.setops")
 
-UNIQUE_KERNELS = ("float16", "float32", "float64", "int8", "int64", "string")
-UNIQUE_VIA = {"bool": "int8", "int16": "int64", "int32": "int64", "uint8": "int64",
-              "uint16": "int64", "uint32": "int64", "uint64": "int64"}   # bijective casts
+UNIQUE_KERNELS = kernel_types("Unique", NUMBER_TYPES + ("bool", "string"))
+UNIQUE_VIA = via("Unique", {"bool": "int8", "int16": "int64", "int32": "int64", "uint8": "int64",
+                            "uint16": "int64", "uint32": "int64", "uint64": "int64"})   # bijective casts
 
 
 def float_rows(ctx, rows: str, dtype: str) -> str:
@@ -65,7 +66,7 @@ def unique_key(ctx, x: str, dtype: str) -> Tuple[str, Optional[int]]:
     """What ONNX Unique runs on for the 1-D `x` → (key, Unique's axis): float64 rows for floats
     (see float_rows), else `x` in a dtype with a Unique kernel."""
     if dtype in FLOAT_TYPES:
-        return float_rows(ctx, ctx.emit("Unsqueeze", [x, int64_constant(ctx, [1])])[0], dtype), 0
+        return float_rows(ctx, ctx.op.Unsqueeze(x, int64_constant(ctx, [1])), dtype), 0
     if dtype in UNIQUE_KERNELS:
         return x, None
     if dtype not in UNIQUE_VIA:
@@ -143,7 +144,7 @@ def _unique_rows(ctx, x: str, dtype: str, axis: int, rank: Optional[int]):
                                      axis=0), allowzero=1, out=out)
     else:
         perm = [axis] + [d for d in range(rank) if d != axis]
-        moved = x if axis == 0 else ctx.emit("Transpose", [x], perm=perm)[0]
+        moved = x if axis == 0 else ctx.op.Transpose(x, perm=perm)
         shape = o.Shape(moved)
         rows = o.Flatten(moved, axis=1)
 
@@ -173,16 +174,16 @@ def _lower_unique(ctx, node):
     names = [ctx.fresh("unique_y"), ctx.fresh("first"), ctx.fresh("inverse"), ctx.fresh("counts")]
     if axis is None or rank == 1:
         key, key_axis = unique_key(ctx, x, dtype)
-        ctx.emit("Unique", [key], names, sorted=0, axis=key_axis)
+        ctx.op.Unique(key, outputs=names, sorted=0, axis=key_axis)
         if key_axis is not None:        # float rows: the values are x's at the first rows
-            ctx.emit("Gather", [x, names[1]], [ctx.output(0)], axis=0)
+            ctx.op.Gather(x, names[1], out=ctx.output(0), axis=0)
         elif key != x:
             emit_cast(ctx, names[0], dtype, ctx.output(0))
         else:
-            ctx.emit("Identity", [names[0]], [ctx.output(0)])
+            ctx.op.Identity(names[0], out=ctx.output(0))
     else:
         rows, key, restore = _unique_rows(ctx, x, dtype, axis, rank)
-        ctx.emit("Unique", [key], names, sorted=0, axis=0)
+        ctx.op.Unique(key, outputs=names, sorted=0, axis=0)
         o = Emitter(ctx, "int64")
         # GatherND: onnxruntime's Gather copies only the first string of each string slice
         picked = o.GatherND(rows, o.Unsqueeze(names[1], int64_constant(ctx, [1])))
@@ -222,13 +223,13 @@ def _lower_list_diff(ctx, node):
     o = Emitter(ctx, "int64")
     x = ctx.input(0)
     key, axis = unique_key(ctx, o.Concat(ctx.input(1), x, axis=0), dtype)
-    first, inverse = ctx.emit("Unique", [key], 4, sorted=0, axis=axis)[1:3]
+    first, inverse = ctx.op.Unique(key, outputs=4, sorted=0, axis=axis)[1:3]
     known = o.Size(ctx.input(1))
     mine = o.Slice(inverse, o.Reshape(known, int64_constant(ctx, [1])),
                    int64_constant(ctx, [INT64_MAX]))
     keep = o.GreaterOrEqual(o.Gather(first, mine, axis=0), known)
     positions = o.Squeeze(o.NonZero(keep), int64_constant(ctx, [0]))
-    ctx.emit("Gather", [x, positions], [ctx.output(0)], axis=0)
+    ctx.op.Gather(x, positions, out=ctx.output(0), axis=0)
     emit_cast(ctx, positions, node.attrs["out_idx"], ctx.output(1))
 
 
@@ -256,7 +257,7 @@ def _lower_bucketize(ctx, node):
     o = Emitter(ctx, "int32")
     if bounds.size == 0:
         zeros = tensor_proto("value", np.zeros(1, np.int32))
-        ctx.emit("ConstantOfShape", [o.Shape(ctx.input(0))], [ctx.output(0)], value=zeros)
+        ctx.op.ConstantOfShape(o.Shape(ctx.input(0)), out=ctx.output(0), value=zeros)
         return
     work = "float64" if dtype == "float64" else "float32"
     x = ctx.input(0) if dtype == work else emit_cast(ctx, ctx.input(0), work)
@@ -287,9 +288,9 @@ def _roll_one(ctx, x: str, axis: int, shift, size: Optional[int]) -> str:
         split = o.Sub(length, o.Mod(shift, o.Max(length, o.c(1))))
         split_name = o.Reshape(split, int64_constant(ctx, [1]))
     axes = int64_constant(ctx, [axis])
-    tail = ctx.emit("Slice", [x, split_name, int64_constant(ctx, [INT64_MAX]), axes])[0]
-    head = ctx.emit("Slice", [x, int64_constant(ctx, [0]), split_name, axes])[0]
-    return ctx.emit("Concat", [tail, head], axis=axis)[0]
+    tail = ctx.op.Slice(x, split_name, int64_constant(ctx, [INT64_MAX]), axes)
+    head = ctx.op.Slice(x, int64_constant(ctx, [0]), split_name, axes)
+    return ctx.op.Concat(tail, head, axis=axis)
 
 
 def _roll_pairs(ctx, node) -> List[Tuple[int, object]]:
@@ -333,7 +334,7 @@ def _lower_roll(ctx, node):
     for axis, shift in pairs:
         size = shape[axis] if shape is not None and axis >= 0 else None
         x = _roll_one(ctx, x, axis, shift, size)
-    ctx.emit("Identity", [x], [ctx.output(0)])
+    ctx.op.Identity(x, out=ctx.output(0))
 
 
 def _roll_any_rank(ctx) -> None:
@@ -431,7 +432,7 @@ def _lower_xent(ctx, node):
     backprop = o.Sub(o.Div(exp, total), targets)
     for port, value in enumerate((loss, backprop)):
         if dtype == work:
-            ctx.emit("Identity", [value], [ctx.output(port)])
+            ctx.op.Identity(value, out=ctx.output(port))
         else:
             emit_cast(ctx, value, dtype, ctx.output(port))
 
