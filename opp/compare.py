@@ -65,14 +65,17 @@ def _equality(op_type: str, negate: bool):
     @proto.lower
     def lower(ctx, node):
         if incompatible(node):
-            ctx.emit("Identity", [ctx.constant(np.array(negate))], [ctx.output(0)])
+            ctx.op.Identity(ctx.constant(np.array(negate)), out=ctx.output(0))
         elif decided_at_run_time(node):
             _lower_checked_equality(ctx, node, negate, lower_broadcast)
         elif node.inputs[0].desc.dtype == "string":
             _lower_string_equality(ctx, node, negate)
         else:
             lower_broadcast(ctx, node)
-    proto.fold(lambda node, values: [_equal(*values) != negate])
+
+    @proto.fold
+    def fold(node, values):
+        return [_equal(*values) != negate]
 
 
 def _equal(a, b) -> np.ndarray:
@@ -108,23 +111,23 @@ class _BranchContext:
 def _broadcastable(ctx, a: str, b: str) -> str:
     """A bool scalar: whether run-time shapes `a` and `b` (int64 vectors) broadcast."""
     i64 = lambda v: ctx.constant(np.array(v, np.int64))                       # noqa: E731
-    rank = [ctx.emit("Shape", [s])[0] for s in (a, b)]
-    widest = ctx.emit("Max", rank)[0]
-    padded = [ctx.emit("Concat", [ctx.emit("Expand", [i64([1]), ctx.emit("Sub", [widest, r])[0]])[0],
-                                  s], axis=0)[0] for s, r in zip((a, b), rank)]
-    fits = ctx.emit("Or", [ctx.emit("Equal", padded)[0],
-                           ctx.emit("Or", [ctx.emit("Equal", [p, i64(1)])[0]
-                                           for p in padded])[0]])[0]
-    misfits = ctx.emit("Cast", [ctx.emit("Not", [fits])[0]], to=7)[0]
-    worst = ctx.emit("ReduceMax", [ctx.emit("Concat", [i64([0]), misfits], axis=0)[0]],
-                     keepdims=0)[0]
-    return ctx.emit("Equal", [worst, i64(0)])[0]
+    rank = [ctx.op.Shape(s) for s in (a, b)]
+    widest = ctx.op.Max(*rank)
+    padded = [ctx.op.Concat(ctx.op.Expand(i64([1]), ctx.op.Sub(widest, r)),
+                            s, axis=0) for s, r in zip((a, b), rank)]
+    fits = ctx.op.Or(ctx.op.Equal(*padded),
+                     ctx.op.Or(*[ctx.op.Equal(p, i64(1))
+                                     for p in padded]))
+    misfits = ctx.op.Cast(ctx.op.Not(fits), to=7)
+    worst = ctx.op.ReduceMax(ctx.op.Concat(i64([0]), misfits, axis=0),
+                             keepdims=0)
+    return ctx.op.Equal(worst, i64(0))
 
 
 def _lower_checked_equality(ctx, node, negate: bool, lower_broadcast) -> None:
     """incompatible_shape_error=False over shapes known only at run time: an If on whether the
     shapes broadcast, the comparison or the scalar `negate`."""
-    ok = _broadcastable(ctx, *[ctx.emit("Shape", [ctx.input(k)])[0] for k in (0, 1)])
+    ok = _broadcastable(ctx, *[ctx.op.Shape(ctx.input(k)) for k in (0, 1)])
     out_desc = TensorDesc("bool", None)
     branches = {}
     for key in ("then_branch", "else_branch"):
@@ -137,9 +140,9 @@ def _lower_checked_equality(ctx, node, negate: bool, lower_broadcast) -> None:
             else:
                 lower_broadcast(branch, node)
         else:
-            child.emit("Identity", [ctx.constant(np.array(negate))], [result])
+            child.op.Identity(ctx.constant(np.array(negate)), out=result)
         branches[key] = child.make_subgraph(ctx.fresh(key), [], [(result, out_desc)])
-    ctx.emit("If", [ok], [ctx.output(0)], **branches)
+    ctx.op.If(ok, out=ctx.output(0), **branches)
 
 
 def _lower_string_equality(ctx, node, negate: bool) -> None:
@@ -152,13 +155,13 @@ def _lower_string_equality(ctx, node, negate: bool) -> None:
                 np.ndim(value) == 0 or other.rank is not None and np.ndim(value) <= other.rank):
             text = np.asarray(value).reshape(-1)[0]
             text = text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else str(text)
-            index = ctx.emit("LabelEncoder", [ctx.input(1 - k)], domain="ai.onnx.ml",
-                             classes_strings=[text], default_int64=-1)[0]
+            index = ctx.op.LabelEncoder(ctx.input(1 - k), domain="ai.onnx.ml",
+                                        classes_strings=[text], default_int64=-1)
             compare = "Less" if negate else "GreaterOrEqual"
-            ctx.emit(compare, [index, ctx.constant(np.array(0, np.int64))], [ctx.output(0)])
+            getattr(ctx.op, compare)(index, ctx.constant(np.array(0, np.int64)), out=ctx.output(0))
             return
-    ctx.emit("StringEqual", [ctx.input(0), ctx.input(1)], [ctx.output(0)],
-             domain="ai.tf2ir.strings", negate=int(negate))
+    ctx.op.StringEqual(ctx.input(0), ctx.input(1), out=ctx.output(0),
+                       domain="ai.tf2ir.strings", negate=int(negate))
 
 
 _equality("Equal", negate=False)
