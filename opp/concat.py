@@ -36,11 +36,13 @@ def _lower_pack(ctx, node):
     rank = _known_rank(node.inputs)
     a = onnx_axis(node.attrs["axis"], None if rank is None else rank + 1)
     axes = ctx.constant(np.array([a], np.int64))
-    parts = [ctx.emit("Unsqueeze", [ctx.input(i), axes])[0] for i in range(len(node.inputs))]
-    ctx.emit("Concat", parts, [ctx.output(0)], axis=a)
+    parts = [ctx.op.Unsqueeze(ctx.input(i), axes) for i in range(len(node.inputs))]
+    ctx.op.Concat(*parts, out=ctx.output(0), axis=a)
 
 
-pack.fold(lambda node, values: [np.stack(values, axis=node.attrs["axis"])])
+@pack.fold
+def _fold_pack(node, values):
+    return [np.stack(values, axis=node.attrs["axis"])]
 
 concat = OPS.declare("ConcatV2", "Joins x0..xN-1 along the dim given by input `concat_dim`.") \
     .dynamic_input("x", count_attr="N").input("concat_dim", INDEX_TYPES).output("y").attr("N", "int")
@@ -66,10 +68,12 @@ def _lower_concat(ctx, node):
     if axis is None:
         raise ConversionError("the concat axis must be constant")
     a = onnx_axis(axis[0], _known_rank(node.inputs[:-1]))
-    ctx.emit("Concat", [ctx.input(i) for i in range(len(node.inputs) - 1)], [ctx.output(0)], axis=a)
+    ctx.op.Concat(*[ctx.input(i) for i in range(len(node.inputs) - 1)], out=ctx.output(0), axis=a)
 
 
-concat.fold(lambda node, values: [np.concatenate(values[:-1], axis=scalar_int(values[-1]))])
+@concat.fold
+def _fold_concat(node, values):
+    return [np.concatenate(values[:-1], axis=scalar_int(values[-1]))]
 
 unpack = OPS.declare("Unpack", "Unstacks x along `axis` into y0..yN-1 (N = num).") \
     .input("x").dynamic_output("y", count_attr="num").attr("num", "int").attr("axis", "int", 0)
@@ -91,9 +95,9 @@ def _infer_unpack(node):
 def _lower_unpack(ctx, node):
     a = onnx_axis(node.attrs["axis"], node.inputs[0].desc.rank)
     axes = ctx.constant(np.array([a], np.int64))
-    parts = ctx.emit("Split", [ctx.input(0)], len(node.outputs), axis=a, num_outputs=len(node.outputs))
+    parts = ctx.op.Split(ctx.input(0), outputs=len(node.outputs), axis=a, num_outputs=len(node.outputs))
     for i, part in enumerate(parts):
-        ctx.emit("Squeeze", [part, axes], [ctx.output(i)])
+        ctx.op.Squeeze(part, axes, out=ctx.output(i))
 
 
 def _split_sizes(total, sizes, count):
@@ -134,26 +138,39 @@ def _lower_split(ctx, node, x_index, axis_index, sizes):
     a = onnx_axis(axis[0], node.inputs[x_index].desc.rank)
     outputs = [ctx.output(i) for i in range(len(node.outputs))]
     if sizes is None:
-        ctx.emit("Split", [ctx.input(x_index)], outputs, axis=a, num_outputs=len(outputs))
+        ctx.op.Split(ctx.input(x_index), outputs=outputs, axis=a, num_outputs=len(outputs))
         return
     shape = node.inputs[x_index].desc.shape
     parts = _split_sizes(shape[a] if shape else None, sizes, len(outputs))
     if parts is None:
         raise ConversionError("split sizes with -1 need a known dim size")
-    ctx.emit("Split", [ctx.input(x_index), ctx.constant(np.array(parts, np.int64))], outputs, axis=a)
+    ctx.op.Split(ctx.input(x_index), ctx.constant(np.array(parts, np.int64)), outputs=outputs, axis=a)
 
 
 split = OPS.declare("Split", "Splits x into num_split equal parts y0..yN-1 along split_dim.") \
     .input("split_dim", INDEX_TYPES).input("x").dynamic_output("y", count_attr="num_split") \
     .attr("num_split", "int")
-split.infer(lambda node: _infer_split(node, 1, (const_ints(node, 0) or [None])[0], None))
-split.lower(lambda ctx, node: _lower_split(ctx, node, 1, 0, None))
+
+
+@split.infer
+def _infer_split_op(node):
+    return _infer_split(node, 1, (const_ints(node, 0) or [None])[0], None)
+
+
+@split.lower
+def _lower_split_op(ctx, node):
+    _lower_split(ctx, node, 1, 0, None)
+
 
 split_v = OPS.declare("SplitV", "Splits x into parts of size_splits (one may be -1) along split_dim.") \
     .input("x").input("size_splits", INDEX_TYPES).input("split_dim", INDEX_TYPES) \
     .dynamic_output("y", count_attr="num_split").attr("num_split", "int")
-split_v.infer(lambda node: _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1),
-                                        runtime_sizes=const_ints(node, 1) is None))
+
+
+@split_v.infer
+def _infer_split_v(node):
+    return _infer_split(node, 0, (const_ints(node, 2) or [None])[0], const_ints(node, 1),
+                        runtime_sizes=const_ints(node, 1) is None)
 
 
 @split_v.lower
@@ -171,9 +188,9 @@ def _lower_split_v(ctx, node):
         raise ConversionError("the split axis must be constant")
     a = onnx_axis(axis[0], node.inputs[0].desc.rank)    # emit_dim reads a negative one too
     parts = int64_input(ctx, 1)
-    rest = ctx.emit("Equal", [parts, ctx.constant(np.array(-1, np.int64))])[0]
+    rest = ctx.op.Equal(parts, ctx.constant(np.array(-1, np.int64)))
     zero = ctx.constant(np.array(0, np.int64))
-    others = ctx.emit("ReduceSum", [ctx.emit("Where", [rest, zero, parts])[0]], keepdims=0)[0]
-    remainder = ctx.emit("Sub", [emit_dim(ctx, ctx.input(0), a), others])[0]
-    parts = ctx.emit("Where", [rest, remainder, parts])[0]
-    ctx.emit("Split", [ctx.input(0), parts], [ctx.output(i) for i in range(len(node.outputs))], axis=a)
+    others = ctx.op.ReduceSum(ctx.op.Where(rest, zero, parts), keepdims=0)
+    remainder = ctx.op.Sub(emit_dim(ctx, ctx.input(0), a), others)
+    parts = ctx.op.Where(rest, remainder, parts)
+    ctx.op.Split(ctx.input(0), parts, outputs=[ctx.output(i) for i in range(len(node.outputs))], axis=a)
