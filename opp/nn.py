@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
+from tf2ir.ir.onnx.kernels import has_kernel
 from tf2ir.ir.tensor import FLOAT_TYPES
 from tf2ir.opp.layouts import CHANNELS_FIRST, check_layout_declared
 from tf2ir.opp.shapes import same_as_input
@@ -48,21 +49,28 @@ def _lower_bias_add(ctx, node):
         axes = ctx.constant(np.arange(1, rank - 1, dtype=np.int64))
         value = ctx.const_input(1)
         bias = (ctx.constant(value.reshape((-1,) + (1,) * (rank - 2)), "bias")
-                if value is not None else ctx.emit("Unsqueeze", [bias, axes])[0])
-    ctx.emit("Add", [ctx.input(0), bias], [ctx.output(0)])
+                if value is not None else ctx.op.Unsqueeze(bias, axes))
+    ctx.op.Add(ctx.input(0), bias, out=ctx.output(0))
 
 
 softmax = (OPS.declare("Softmax", "Softmax along `axis`.").input("x", FLOAT_TYPES).output("y")
            .attr("axis", "int", -1))
 softmax.infer(same_as_input)
-softmax.lower(lambda ctx, node: ctx.emit("Softmax", [ctx.input(0)], [ctx.output(0)],
-                                         axis=node.attrs["axis"]))
+
+
+@softmax.lower
+def _lower_softmax(ctx, node):
+    ctx.op.Softmax(ctx.input(0), out=ctx.output(0), axis=node.attrs["axis"])
+
 
 log_softmax = (OPS.declare("LogSoftmax", "Log of softmax along `axis`.").input("x", FLOAT_TYPES)
                .output("y").attr("axis", "int", -1))
 log_softmax.infer(same_as_input)
-log_softmax.lower(lambda ctx, node: ctx.emit("LogSoftmax", [ctx.input(0)], [ctx.output(0)],
-                                             axis=node.attrs["axis"]))
+
+
+@log_softmax.lower
+def _lower_log_softmax(ctx, node):
+    ctx.op.LogSoftmax(ctx.input(0), out=ctx.output(0), axis=node.attrs["axis"])
 
 
 def _activation(op_type, doc, lower, attrs=(), dtypes=FLOAT_TYPES):
@@ -75,33 +83,40 @@ def _activation(op_type, doc, lower, attrs=(), dtypes=FLOAT_TYPES):
 
 
 def _unary(onnx_op, **attrs):
-    return lambda ctx, node: ctx.emit(onnx_op, [ctx.input(0)], [ctx.output(0)], **attrs)
+    def lower(ctx, node):
+        getattr(ctx.op, onnx_op)(ctx.input(0), out=ctx.output(0), **attrs)
+    return lower
+
+
+def _lower_leaky_relu(ctx, node):
+    ctx.op.LeakyRelu(ctx.input(0), out=ctx.output(0), alpha=node.attrs["alpha"])
 
 
 def _lower_relu6(ctx, node):
     dtype = np.dtype(node.inputs[0].desc.dtype)
-    ctx.emit("Clip", [ctx.input(0), ctx.constant(np.array(0, dtype)), ctx.constant(np.array(6, dtype))],
-             [ctx.output(0)])
+    ctx.op.Clip(ctx.input(0), ctx.constant(np.array(0, dtype)), ctx.constant(np.array(6, dtype)),
+                out=ctx.output(0))
 
 
 def _lower_selu(ctx, node):
     if node.inputs[0].desc.dtype != "float64":
-        ctx.emit("Selu", [ctx.input(0)], [ctx.output(0)], alpha=SELU_ALPHA, gamma=SELU_SCALE)
+        ctx.op.Selu(ctx.input(0), out=ctx.output(0), alpha=SELU_ALPHA, gamma=SELU_SCALE)
         return
     # ONNX's alpha/gamma attributes are float32: keep TF's double constants for float64.
     scale = ctx.constant(np.array(SELU_SCALE, np.float64))
     alpha_scale = ctx.constant(np.array(SELU_ALPHA * SELU_SCALE, np.float64))
     x = ctx.input(0)
     zero = ctx.constant(np.array(0, np.float64))
-    negative = ctx.emit("Mul", [ctx.emit("Sub", [ctx.emit("Exp", [x])[0], ctx.constant(np.array(1.0))])[0],
-                                alpha_scale])[0]
-    positive = ctx.emit("Mul", [x, scale])[0]
-    ctx.emit("Where", [ctx.emit("Greater", [x, zero])[0], positive, negative], [ctx.output(0)])
+    negative = ctx.op.Mul(ctx.op.Sub(ctx.op.Exp(x), ctx.constant(np.array(1.0))),
+                          alpha_scale)
+    positive = ctx.op.Mul(x, scale)
+    ctx.op.Where(ctx.op.Greater(x, zero), positive, negative, out=ctx.output(0))
 
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-# onnxruntime's Relu and Clip kernels take these integer types
-RELU_TYPES = FLOAT_TYPES + ("int8", "int32", "int64")
+# the integer types onnxruntime's Relu and Clip kernels (Relu6) both take
+RELU_TYPES = FLOAT_TYPES + tuple(t for t in ("int8", "int16", "int32", "int64")
+                                 if has_kernel("Relu", t) and has_kernel("Clip", t))
 
 _activation("Relu", "max(x, 0)", _unary("Relu"), dtypes=RELU_TYPES)
 _activation("Relu6", "min(max(x, 0), 6)", _lower_relu6, dtypes=RELU_TYPES)
@@ -112,6 +127,5 @@ _activation("Selu", "scaled ELU with TF's constants", _lower_selu)
 _activation("Softplus", "log(1 + exp(x))", _unary("Softplus"))
 _activation("Softsign", "x / (1 + |x|)", _unary("Softsign"))
 _activation("LeakyRelu", "x for x >= 0, else alpha * x",
-            lambda ctx, node: ctx.emit("LeakyRelu", [ctx.input(0)], [ctx.output(0)],
-                                       alpha=node.attrs["alpha"]),
+            _lower_leaky_relu,
             attrs=[("alpha", "float", 0.2)])
