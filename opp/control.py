@@ -44,7 +44,9 @@ def _infer_partitioned_call(node):
     return [_copy(value.desc) for value in body.outputs]
 
 
-data.infer(lambda node: [_copy(node.outputs[0].desc)])   # the owning call sets it
+@data.infer
+def _infer_data(node):
+    return [_copy(node.outputs[0].desc)]   # the owning call sets it
 
 
 def _not_inlined(ctx, node):
@@ -152,22 +154,22 @@ def truth_value(ctx, name: str, desc: TensorDesc) -> str:
     if desc.dtype == "string":
         raise ConversionError("a string condition is not supported")
     if desc.shape == ():
-        return name if desc.dtype == "bool" else ctx.emit("Cast", [name], to=_BOOL)[0]
+        return name if desc.dtype == "bool" else ctx.op.Cast(name, to=_BOOL)
     zero = ctx.constant(np.array(0, np.int64), "zero")
     if desc.shape is not None:
         if 0 in desc.shape:
             return ctx.constant(np.array(False), "false")
         if all(d is not None for d in desc.shape):
             return ctx.constant(np.array(True), "true")
-        return ctx.emit("Greater", [ctx.emit("Size", [name])[0], zero])[0]
+        return ctx.op.Greater(ctx.op.Size(name), zero)
     # unknown rank: non-empty and (rank > 0 or the one value is non-zero)
-    non_empty = ctx.emit("Greater", [ctx.emit("Size", [name])[0], zero])[0]
-    is_tensor = ctx.emit("Greater", [ctx.emit("Size", [ctx.emit("Shape", [name])[0]])[0], zero])[0]
-    flat = ctx.emit("Reshape", [name, ctx.constant(np.array([-1], np.int64), "flat")])[0]
-    as_int = ctx.emit("Cast", [ctx.emit("Cast", [flat], to=_BOOL)[0]], to=_INT64)[0]
-    total = ctx.emit("ReduceSum", [as_int], keepdims=0)[0]
-    non_zero = ctx.emit("Greater", [total, zero])[0]
-    return ctx.emit("And", [non_empty, ctx.emit("Or", [is_tensor, non_zero])[0]])[0]
+    non_empty = ctx.op.Greater(ctx.op.Size(name), zero)
+    is_tensor = ctx.op.Greater(ctx.op.Size(ctx.op.Shape(name)), zero)
+    flat = ctx.op.Reshape(name, ctx.constant(np.array([-1], np.int64), "flat"))
+    as_int = ctx.op.Cast(ctx.op.Cast(flat, to=_BOOL), to=_INT64)
+    total = ctx.op.ReduceSum(as_int, keepdims=0)
+    non_zero = ctx.op.Greater(total, zero)
+    return ctx.op.And(non_empty, ctx.op.Or(is_tensor, non_zero))
 
 
 @if_op.lower
@@ -181,7 +183,7 @@ def _lower_if(ctx, node):
         outputs = child.lower_subgraph(sub, args)
         branches[key] = child.make_subgraph(
             f"{node.name}/{key}", [], [(n, v.desc) for n, v in zip(outputs, sub.outputs)])
-    ctx.emit("If", [cond], [ctx.output(i) for i in range(len(node.outputs))], **branches)
+    ctx.op.If(cond, outputs=[ctx.output(i) for i in range(len(node.outputs))], **branches)
 
 
 @while_op.lower
@@ -208,5 +210,5 @@ def _lower_while(ctx, node):
          subgraph_value_info(cond_in, TensorDesc("bool", ()))]
         + [subgraph_value_info(v.name, v.desc) for v in body.inputs],
         [(again, TensorDesc("bool", ()))] + list(zip(results, carried)))
-    ctx.emit("Loop", ["", keep_going] + args, [ctx.output(i) for i in range(len(node.outputs))],
-             body=graph)
+    ctx.op.Loop(*["", keep_going] + args, outputs=[ctx.output(i) for i in range(len(node.outputs))],
+                body=graph)
