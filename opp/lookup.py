@@ -80,7 +80,7 @@ def table_size(keys=None, values=None):
 @table.lower
 def _lower_table(ctx, node):
     size = np.array(np.asarray(node.attrs["keys"]).size, np.int64)
-    ctx.emit("Identity", [ctx.constant(size)], [ctx.output(0)])
+    ctx.op.Identity(ctx.constant(size), out=ctx.output(0))
 
 
 # -- LookupTableFind ---------------------------------------------------------------------
@@ -124,18 +124,18 @@ def _lower_find(ctx, node):
     dtype = table_dtype(values)
     x = ctx.input(0)
     if keys.size == 0:     # every key is absent; Gather cannot read an empty table
-        ctx.emit("Expand", [ctx.input(1), ctx.emit("Shape", [x])[0]], [ctx.output(0)])
+        ctx.op.Expand(ctx.input(1), ctx.op.Shape(x), out=ctx.output(0))
         return
     if node.inputs[0].desc.dtype != "string":
-        x = ctx.emit("Cast", [x], to=ONNX_DTYPES["string"])[0]
-    index = ctx.emit("LabelEncoder", [x], domain=ML_DOMAIN, classes_strings=key_strings(keys),
-                     default_int64=-1)[0]
+        x = ctx.op.Cast(x, to=ONNX_DTYPES["string"])
+    index = ctx.op.LabelEncoder(x, domain=ML_DOMAIN, classes_strings=key_strings(keys),
+                                default_int64=-1)
     zero = ctx.constant(np.array(0, np.int64))
-    found = ctx.emit("GreaterOrEqual", [index, zero])[0]
+    found = ctx.op.GreaterOrEqual(index, zero)
     table_values = ctx.constant(values if dtype != "string" else
                                 np.array(key_strings(values), object), "table_values")
-    picked = ctx.emit("Gather", [table_values, ctx.emit("Max", [index, zero])[0]])[0]
+    picked = ctx.op.Gather(table_values, ctx.op.Max(index, zero))
     if dtype == "string":
-        ctx.emit("Where", [found, picked, ctx.input(1)], [ctx.output(0)])
+        ctx.op.Where(found, picked, ctx.input(1), out=ctx.output(0))
     else:
         emit_where(ctx, found, picked, ctx.input(1), dtype, ctx.output(0))
