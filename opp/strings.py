@@ -55,8 +55,8 @@ def _lower_by_kernel(ctx, node):
     """One node of this family's domain, with the attributes its prototype declares."""
     declared = next(p for p in OPS if p.op_type == node.op_type).attrs
     attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
-    ctx.emit(node.op_type, [ctx.input(i) for i in range(len(node.inputs))],
-             [ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN, **attrs)
+    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
+                                  outputs=[ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN, **attrs)
 
 
 # -- case -----------------------------------------------------------------------------------------
@@ -153,8 +153,8 @@ def _infer_to_number(node):
 
 @to_number.lower
 def _lower_to_number(ctx, node):
-    ctx.emit("StringToNumber", [ctx.input(0)], [ctx.output(0)], domain=DOMAIN,
-             out_type=node.attrs["out_type"])
+    ctx.op.StringToNumber(ctx.input(0), out=ctx.output(0), domain=DOMAIN,
+                          out_type=node.attrs["out_type"])
 
 
 _INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
@@ -228,10 +228,10 @@ def _lower_as_string(ctx, node):
     onnxruntime-extensions' Python ops can take."""
     x = ctx.input(0)
     if node.inputs[0].desc.dtype in ("float16", "bfloat16"):
-        x = ctx.emit("Cast", [x], to=ONNX_DTYPES["float32"])[0]
+        x = ctx.op.Cast(x, to=ONNX_DTYPES["float32"])
     declared = as_string.attrs
-    ctx.emit("AsString", [x], [ctx.output(0)], domain=DOMAIN,
-             **{k: v for k, v in node.attrs.items() if k in declared})
+    ctx.op.AsString(x, out=ctx.output(0), domain=DOMAIN,
+                    **{k: v for k, v in node.attrs.items() if k in declared})
 
 
 @as_string.kernel
@@ -374,8 +374,8 @@ def _lower_regex(ctx, node):
     operands = []
     for index in (1, 2):
         known = ctx.const_input(index)
-        operands.append(ctx.emit("Reshape", [ctx.input(index), one])[0] if known is None else
+        operands.append(ctx.op.Reshape(ctx.input(index), one) if known is None else
                         ctx.constant(np.asarray(known, object).reshape(1), "regex"))
     pattern, rewrite = operands
-    ctx.emit("StringRegexReplace", [ctx.input(0), pattern, rewrite], [ctx.output(0)],
-             domain=EXTENSIONS, global_replace=int(node.attrs["replace_global"]))
+    ctx.op.StringRegexReplace(ctx.input(0), pattern, rewrite, out=ctx.output(0),
+                              domain=EXTENSIONS, global_replace=int(node.attrs["replace_global"]))
