@@ -89,7 +89,7 @@ def _pair_of(ctx, value) -> str:
             pairs = o.Reshape(o.Cast(paddings.name, to=7), o.c([-1, 2]))
             pads = o.Reshape(o.Transpose(o.Concat(pairs, o.c([[0, 0]]), axis=0), perm=[1, 0]),
                              o.c([-1]))
-        return ctx.emit("Pad", [_pair_of(ctx, producer.inputs[0]), pads])[0]
+        return ctx.op.Pad(_pair_of(ctx, producer.inputs[0]), pads)
     if producer.op_type not in PAIR_MAKERS:
         raise ConversionError(f"the complex value {value.name!r} comes from "
                               f"{producer.op_type}, which cannot produce complex values "
@@ -240,7 +240,7 @@ def _lower_fft(ctx, node):
         y = x
         for axis in axes:
             y = _dft(o, y, axis)
-    ctx.emit("Identity", [y], [ctx.output(0)])
+    ctx.op.Identity(y, out=ctx.output(0))
 
 
 # -- RFFT, IRFFT --------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _lower_rfft(ctx, node):
     y = _dft(o, o.Unsqueeze(x, o.c([-1], "int64")), -2, onesided=True)
     for axis in range(-count - 1, -2):
         y = _dft(o, y, axis)
-    ctx.emit("Identity", [y], [ctx.output(0)])
+    ctx.op.Identity(y, out=ctx.output(0))
 
 
 irfft = (OPS.declare("IRFFT", "The real inverse DFT over the innermost fft_rank dims of a "
@@ -367,14 +367,14 @@ def _part_op(op_type: str, doc: str):
 
 @_part_op("Real", "the real part").lower
 def _lower_real(ctx, node):
-    ctx.emit("Gather", [pair_input(ctx, node, 0), ctx.constant(np.array(0, np.int64))],
-             [ctx.output(0)], axis=-1)
+    ctx.op.Gather(pair_input(ctx, node, 0), ctx.constant(np.array(0, np.int64)),
+                  out=ctx.output(0), axis=-1)
 
 
 @_part_op("Imag", "the imaginary part").lower
 def _lower_imag(ctx, node):
-    ctx.emit("Gather", [pair_input(ctx, node, 0), ctx.constant(np.array(1, np.int64))],
-             [ctx.output(0)], axis=-1)
+    ctx.op.Gather(pair_input(ctx, node, 0), ctx.constant(np.array(1, np.int64)),
+                  out=ctx.output(0), axis=-1)
 
 
 @_part_op("ComplexAbs", "|x|, as hypot(real, imag): no overflow past the parts' range").lower
@@ -414,5 +414,5 @@ def _infer_conj(node):
 def _lower_conj(ctx, node):
     check_pair_outputs(node)
     o = Emitter(ctx, REAL_OF[node.inputs[0].desc.dtype])
-    ctx.emit("Identity", [_conj(o, pair_input(ctx, node, 0))], [ctx.output(0)])
+    ctx.op.Identity(_conj(o, pair_input(ctx, node, 0)), out=ctx.output(0))
 
