@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.kernels import kernel_types
 from tf2ir.opp.carriers import ALL_TYPES
 from tf2ir.opp.declare import fold_with
 from tf2ir.opp.emitting import lowering
@@ -14,8 +15,7 @@ from tf2ir.opp.shapes import broadcast_shapes, infer_broadcast
 OPS = OpSet("tf2ir.opp.select")
 
 # onnxruntime's Where kernels (the selected operands are cast to a carrier among them)
-WHERE_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32",
-               "string")
+WHERE_TYPES = kernel_types("Where", ALL_TYPES + ("string",))
 SELECT_TYPES = ALL_TYPES + ("string",)      # TF's Select/SelectV2 take every dtype
 
 
@@ -45,12 +45,12 @@ def _select_rows(node):
 def emit_pad_rank(ctx, name: str, like: str) -> str:
     """Tensor `name` reshaped to its shape followed by 1s up to the rank of tensor `like` (a
     rank no less than its own), at run time: a TF v1 condition laid along x's leading dims."""
-    shape = ctx.emit("Shape", [name])[0]
-    missing = ctx.emit("Sub", [ctx.emit("Shape", [ctx.emit("Shape", [like])[0]])[0],
-                               ctx.emit("Shape", [shape])[0]])[0]
-    ones = ctx.emit("Expand", [ctx.constant(np.array([1], np.int64)), missing])[0]
-    target = ctx.emit("Concat", [shape, ones], axis=0)[0]
-    return ctx.emit("Reshape", [name, target], allowzero=1)[0]
+    shape = ctx.op.Shape(name)
+    missing = ctx.op.Sub(ctx.op.Shape(ctx.op.Shape(like)),
+                         ctx.op.Shape(shape))
+    ones = ctx.op.Expand(ctx.constant(np.array([1], np.int64)), missing)
+    target = ctx.op.Concat(shape, ones, axis=0)
+    return ctx.op.Reshape(name, target, allowzero=1)
 
 
 @select.infer
