@@ -75,10 +75,10 @@ def _note_stateless(ctx, node) -> None:
 def draw(ctx, node, onnx_op: str, shape: str, dtype: str, out: Optional[str] = None) -> str:
     """A float32/float64 tensor of run-time `shape` (int64 1-D) drawn by `onnx_op`
     (RandomUniformLike: [0, 1); RandomNormalLike: standard normal)."""
-    zeros = ctx.emit("ConstantOfShape", [shape],
-                     value=tensor_proto("value", np.zeros(1, numpy_dtype(dtype))))[0]
-    return ctx.emit(onnx_op, [zeros], [out] if out else 1, dtype=ONNX_DTYPES[dtype],
-                    seed=_seed(node))[0]
+    zeros = ctx.op.ConstantOfShape(shape,
+                                   value=tensor_proto("value", np.zeros(1, numpy_dtype(dtype))))
+    return getattr(ctx.op, onnx_op)(zeros, out=out, dtype=ONNX_DTYPES[dtype],
+                                    seed=_seed(node))
 
 
 def random_words(ctx, node, shape: str, count: int) -> List[str]:
@@ -116,7 +116,7 @@ def _infer_draw(dtypes):
 
 def _emit_result(ctx, value: str, work: str, dtype: str) -> None:
     if work == dtype:
-        ctx.emit("Identity", [value], [ctx.output(0)])
+        ctx.op.Identity(value, out=ctx.output(0))
     else:
         emit_cast(ctx, value, dtype, ctx.output(0))
 
@@ -305,15 +305,15 @@ def _lower_shuffle(ctx, node):
     if rank is None:
         raise ConversionError("RandomShuffle needs the rank of its input")
     if rank == 0:
-        ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)])
+        ctx.op.Identity(ctx.input(0), out=ctx.output(0))
         return
     o = Emitter(ctx, "float64")
     length = o.Slice(o.Shape(ctx.input(0)), int64_constant(ctx, [0]), int64_constant(ctx, [1]))
     keys = draw(ctx, node, "RandomUniformLike", length, "float64")
-    order = ctx.emit("TopK", [keys, length], 2, axis=0, largest=1, sorted=1)[1]
+    order = ctx.op.TopK(keys, length, outputs=2, axis=0, largest=1, sorted=1)[1]
     # GatherND: onnxruntime's Gather copies only the first string of each string slice
     rows = o.Unsqueeze(order, int64_constant(ctx, [1]))
-    ctx.emit("GatherND", [ctx.input(0), rows], [ctx.output(0)])
+    ctx.op.GatherND(ctx.input(0), rows, out=ctx.output(0))
 
 
 # -- the Philox state of the stateless ops ------------------------------------------------------
@@ -323,7 +323,10 @@ def _philox_state(op_type: str, doc: str, outputs):
         proto.input("seed", INDEX_TYPES)
     for name, dtype, shape in outputs:
         proto.output(name, (dtype,))
-    proto.infer(lambda node: [TensorDesc(dtype, shape) for _, dtype, shape in outputs])
+
+    @proto.infer
+    def infer(node):
+        return [TensorDesc(dtype, shape) for _, dtype, shape in outputs]
     proto.lower(_lower_philox_state)
     return proto
 
