@@ -43,7 +43,7 @@ RANGE_TYPES = ("float32", "float64", "int32", "int64")
 # -- shared steps ---------------------------------------------------------------------------
 def _last(ctx, splits: str) -> str:
     """splits[-1] as a 1-element vector: the item count of the level below."""
-    return ctx.emit("Slice", [splits, int64_constant(ctx, [-1]), int64_constant(ctx, [INT64_MAX])])[0]
+    return ctx.op.Slice(splits, int64_constant(ctx, [-1]), int64_constant(ctx, [INT64_MAX]))
 
 
 def _row_lengths(ctx, splits: str) -> str:
@@ -75,8 +75,7 @@ def _splits_from_row_ids(ctx, row_ids: str, nrows: str) -> str:
 
 def _position(ctx) -> Callable[[str], str]:
     """A function of a 1-element count giving Range(0, count) (int64)."""
-    return lambda count: ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), ctx.emit(
-        "Squeeze", [count, int64_constant(ctx, [0])])[0], ctx.constant(np.array(1, np.int64))])[0]
+    return lambda count: ctx.op.Range(ctx.constant(np.array(0, np.int64)), ctx.op.Squeeze(count, int64_constant(ctx, [0])), ctx.constant(np.array(1, np.int64)))
 
 
 def _coordinates(ctx, splits: List[str], count: str) -> List[str]:
@@ -105,7 +104,7 @@ def _ragged_shape(ctx, splits: List[str], values: str) -> str:
 
 
 def _cast(ctx, name: str, dtype: str, output: str) -> None:
-    ctx.emit("Cast", [name], [output], to=ONNX_DTYPES[dtype])
+    ctx.op.Cast(name, out=output, to=ONNX_DTYPES[dtype])
 
 
 def _values_rank(node, index: int) -> Optional[int]:
@@ -201,11 +200,11 @@ def _splits_of_partitions(ctx, node) -> List[str]:
     tensors = [int64_input(ctx, 3 + k) for k in range(len(node.attrs["row_partition_types"]))]
     if node.attrs["row_partition_types"][0] == "ROW_SPLITS":
         return tensors
-    nrows = ctx.emit("Reshape", [tensors[0], int64_constant(ctx, [1])])[0]
+    nrows = ctx.op.Reshape(tensors[0], int64_constant(ctx, [1]))
     splits = []
     for row_ids in tensors[1:1 + ragged]:
         splits.append(_splits_from_row_ids(ctx, row_ids, nrows))
-        nrows = ctx.emit("Shape", [row_ids])[0]
+        nrows = ctx.op.Shape(row_ids)
     return splits
 
 
