@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import OpSet
+from tf2ir.ir.onnx.kernels import has_kernel, via
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp import complexmath
 from tf2ir.opp.angles import atan2 as _atan2, atan64
@@ -26,7 +27,7 @@ PI = float(np.pi)
 LN2 = float(np.log(2.0))
 
 # no float64 Erf kernel: float32 is the nearest there is (about 1e-7 absolute error)
-ERF_VIA = {"float64": "float32"}
+ERF_VIA = via("Erf", {"float64": "float32"})
 
 
 def _unary(op_type, doc, emit, dtypes=FLOAT_TYPES):
@@ -37,12 +38,18 @@ def _unary(op_type, doc, emit, dtypes=FLOAT_TYPES):
 
 
 def _direct(onnx_op):
-    return lambda ctx, node: ctx.emit(onnx_op, [ctx.input(0)], [ctx.output(0)])
+    def lower(ctx, node):
+        getattr(ctx.op, onnx_op)(ctx.input(0), out=ctx.output(0))
+    return lower
+
+
+def _lower_square(ctx, node):
+    ctx.op.Mul(ctx.input(0), ctx.input(0), out=ctx.output(0))
 
 
 def _lower_rsqrt(ctx, node):
-    root = ctx.emit("Sqrt", [ctx.input(0)])[0]
-    ctx.emit("Reciprocal", [root], [ctx.output(0)])
+    root = ctx.op.Sqrt(ctx.input(0))
+    ctx.op.Reciprocal(root, out=ctx.output(0))
 
 
 _unary("Rsqrt", "1 / sqrt(x)", _lower_rsqrt)
@@ -63,7 +70,7 @@ def _lower_erfc(ctx, node):
     dtype = node.inputs[0].desc.dtype
     one = ctx.constant(np.array(1, numpy_dtype(dtype)))
     erf = emit_via(ctx, "Erf", [ctx.input(0)], ctx.fresh("erf"), dtype, ERF_VIA)
-    ctx.emit("Sub", [one, erf], [ctx.output(0)])
+    ctx.op.Sub(one, erf, out=ctx.output(0))
 
 
 _unary("Erfc", "1 - erf(x) (complementary error function)", _lower_erfc)
@@ -71,10 +78,14 @@ _unary("Floor", "round down", _direct("Floor"))
 _unary("Ceil", "round up", _direct("Ceil"))
 _unary("Sin", "sine", _direct("Sin"))
 _unary("Cos", "cosine", _direct("Cos"))
-_unary("Neg", "-x", _direct("Neg"), NUMBER_TYPES).fold(lambda node, values: [np.negative(values[0])])
+neg = _unary("Neg", "-x", _direct("Neg"), NUMBER_TYPES)
 _unary("Abs", "|x|", _direct("Abs"), NUMBER_TYPES)
-_unary("Square", "x * x", lambda ctx, node: ctx.emit("Mul", [ctx.input(0), ctx.input(0)],
-                                                     [ctx.output(0)]), NUMBER_TYPES)
+_unary("Square", "x * x", _lower_square, NUMBER_TYPES)
+
+
+@neg.fold
+def _fold_neg(node, values):
+    return [np.negative(values[0])]
 
 
 # -- float64 compositions (and the exact Log1p / Expm1 for every float dtype) ---------------
@@ -167,7 +178,7 @@ def _trig(op_type: str, doc: str, fold):
     """A float unary op with an ONNX op of its name (float16/32 kernels only) and a float64
     composition in F64_BODIES."""
     def body(o, x, dtype):
-        if dtype == "float64":
+        if not has_kernel(op_type, dtype):     # float64
             return F64_BODIES[op_type](o, x)
         return getattr(o, op_type)(x, out=o.out)
     return declare_unary(OPS, op_type, doc, body, FLOAT_KERNELS, fold=fold)
