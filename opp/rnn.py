@@ -83,7 +83,7 @@ def _one_direction(ctx, index: int) -> str:
     value = ctx.const_input(index)
     if value is not None:
         return ctx.constant(np.asarray(value)[None], "weights")
-    return ctx.emit("Unsqueeze", [ctx.input(index), ctx.constant(np.array([0], np.int64), "axis0")])[0]
+    return ctx.op.Unsqueeze(ctx.input(index), ctx.constant(np.array([0], np.int64), "axis0"))
 
 
 def _used(node, index: int) -> bool:
@@ -95,9 +95,9 @@ def _lower(ctx, node):
     gates, states, defaults = CELLS[node.op_type]
     x, steps = ctx.input(0), node.attrs["steps"]
     if steps >= 0 and (node.inputs[0].desc.shape or (None,))[0] != steps:
-        x = ctx.emit("Slice", [x, ctx.constant(np.array([0], np.int64), "zero"),
-                               ctx.constant(np.array([steps], np.int64), "steps"),
-                               ctx.constant(np.array([0], np.int64), "axis0")])[0]
+        x = ctx.op.Slice(x, ctx.constant(np.array([0], np.int64), "zero"),
+                         ctx.constant(np.array([steps], np.int64), "steps"),
+                         ctx.constant(np.array([0], np.int64), "axis0"))
     inputs = [x, _one_direction(ctx, 1), _one_direction(ctx, 2),
               _one_direction(ctx, 3) if ctx.input(3) else "", ""]
     for index in range(4, 4 + states):
@@ -115,11 +115,11 @@ def _lower(ctx, node):
         attrs["activations"] = list(node.attrs["activations"])
     if node.op_type == "GRU" and node.attrs["linear_before_reset"]:
         attrs["linear_before_reset"] = 1
-    ctx.emit(node.op_type, inputs, outputs, **attrs)
+    getattr(ctx.op, node.op_type)(*inputs, outputs=outputs, **attrs)
     for i, name in enumerate(outputs):
         if name:
             axis = ctx.constant(np.array([1 if i == 0 else 0], np.int64), "axis")
-            ctx.emit("Squeeze", [name, axis], [ctx.output(i)])
+            ctx.op.Squeeze(name, axis, out=ctx.output(i))
 
 
 _declare("LSTM", "Long short-term memory: c = f*c + i*g, h = o*h_act(c) with i, o, f from "
