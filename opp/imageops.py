@@ -42,7 +42,7 @@ def _float32_input(ctx, index: int) -> str:
 def _finish(ctx, node, value: str) -> None:
     dtype = node.output_desc(0).dtype
     if dtype == "float32":
-        ctx.emit("Identity", [value], [ctx.output(0)])
+        ctx.op.Identity(value, out=ctx.output(0))
     else:
         emit_cast(ctx, value, dtype, ctx.output(0))
 
@@ -193,16 +193,16 @@ def _lower_patches(ctx, node):
         for j in range(kw):
             for c in range(channels):
                 weights[(i * kw + j) * channels + c, c, i, j] = 1
-    nchw = ctx.emit("Transpose", [_float32_input(ctx, 0)], perm=[0, 3, 1, 2])[0]
+    nchw = ctx.op.Transpose(_float32_input(ctx, 0), perm=[0, 3, 1, 2])
     pads = None
     if node.attrs["padding"] == "SAME":
         pads = [0, 0, 0, 0]
         for axis, (size, k, s, r) in enumerate(zip(x.shape[1:3], (kh, kw), strides, rates)):
             total = max(0, (-(-size // s) - 1) * s + (k - 1) * r + 1 - size)
             pads[axis], pads[axis + 2] = total // 2, total - total // 2
-    out = ctx.emit("Conv", [nchw, ctx.constant(weights, "one_hot")], strides=list(strides),
-                   dilations=list(rates), pads=pads)[0]
-    _finish(ctx, node, ctx.emit("Transpose", [out], perm=[0, 2, 3, 1])[0])
+    out = ctx.op.Conv(nchw, ctx.constant(weights, "one_hot"), strides=list(strides),
+                      dilations=list(rates), pads=pads)
+    _finish(ctx, node, ctx.op.Transpose(out, perm=[0, 2, 3, 1]))
 
 
 def _lower_patches_at_run_time(ctx, node, kernel, strides, rates, same: bool) -> None:
