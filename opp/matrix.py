@@ -84,7 +84,7 @@ def _eliminate(ctx, matrices: str, work: str, inverse: bool) -> Tuple[str, str]:
          (new_det, TensorDesc(work, (None,)))])
     ones = o.Expand(ctx.constant(np.ones(1, numpy_dtype(work))),
                     o.Slice(o.Shape(matrices), o.c([0]), o.c([1])))
-    reduced, det = ctx.emit("Loop", [size, "", matrices, ones], 2, body=graph)
+    reduced, det = ctx.op.Loop(size, "", matrices, ones, outputs=2, body=graph)
     return reduced, det
 
 
@@ -112,7 +112,7 @@ def _flat_tail(o: Emitter, x: str, batch: str) -> str:
 def _finish(ctx, node, value: str, work: str) -> None:
     dtype = node.output_desc(0).dtype
     if work == dtype:
-        ctx.emit("Identity", [value], [ctx.output(0)])
+        ctx.op.Identity(value, out=ctx.output(0))
     else:
         emit_cast(ctx, value, dtype, ctx.output(0))
 
@@ -264,7 +264,7 @@ def _lower_diag_part(ctx, node):
     if single:
         o.Squeeze(chosen, o.c([-2]), out=ctx.output(0))
     elif single is False:
-        ctx.emit("Identity", [chosen], [ctx.output(0)])
+        ctx.op.Identity(chosen, out=ctx.output(0))
     else:                 # the num_diags dim only when k[0] < k[1], known at run time
         count = o.Reshape(o.Add(o.Sub(hi, lo), o.c(1)), o.c([1]))
         band = o.Slice(count, o.c([0]), o.Cast(o.Greater(count, o.c(1)), to=7))
