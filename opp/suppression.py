@@ -85,7 +85,7 @@ def _lower_combined(ctx, node):
     where = o.Concat(o.Unsqueeze(pair, o.c([1])), o.Gather(picked, o.c([2]), axis=1), axis=1)
     kept_scores, kept_boxes = o.GatherND(scores, where), o.GatherND(boxes, where)
     # a kept box's slot in its image's table: class * per_class + its rank in the pair
-    _, first, inverse, _ = ctx.emit("Unique", [pair], 4, sorted=1)
+    _, first, inverse, _ = ctx.op.Unique(pair, outputs=4, sorted=1)
     kept = o.Gather(o.Shape(pair), o.c(0), axis=0)
     rank = o.Sub(o.Range(o.c(0), kept, o.c(1)), o.Gather(first, inverse))
     image, klass = o.Div(pair, classes), o.Mod(pair, classes)
@@ -100,7 +100,7 @@ def _lower_combined(ctx, node):
     if node.attrs["pad_per_class"]:
         total = o.Min(total, o.Mul(_scalar(o, ctx.input(2), "int64"), classes))
     k = o.Min(total, width)
-    best, columns = ctx.emit("TopK", [table, o.Reshape(k, o.c([1]))], 2, axis=1, largest=1, sorted=1)
+    best, columns = ctx.op.TopK(table, o.Reshape(k, o.c([1])), outputs=2, axis=1, largest=1, sorted=1)
     chosen = o.GatherElements(which, columns, axis=1)                     # [B, k], -1 where empty
     valid = o.GreaterOrEqual(chosen, o.c(0))
     # -1 picks a last zero entry appended to the kept boxes and classes (there may be none)
