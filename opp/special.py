@@ -99,7 +99,7 @@ def _loop(ctx, states, step, most: int):
         + [subgraph_value_info(n, state) for n in names[2:]],
         [(go, TensorDesc("bool", ()))] + [(n, state) for n in new])
     first = [ctx.constant(np.array(most, np.int64)), ctx.constant(np.array(True))]
-    return ctx.emit("Loop", first + list(states), len(states), body=graph)
+    return ctx.op.Loop(*first + list(states), outputs=len(states), body=graph)
 
 
 def _any(o: Emitter, flags: str) -> str:
@@ -344,7 +344,10 @@ def _declare(op_type: str, doc: str, inputs, body):
     for name in inputs:
         proto.input(name, FLOAT_TYPES)
     proto.output("y", FLOAT_TYPES)
-    proto.infer(lambda node: infer_broadcast(node, tuple(range(len(inputs)))))
+
+    @proto.infer
+    def infer(node):
+        return infer_broadcast(node, tuple(range(len(inputs))))
 
     @proto.lower
     def _lower(ctx, node):
@@ -353,7 +356,7 @@ def _declare(op_type: str, doc: str, inputs, body):
                  for i in range(len(inputs))]
         result = body(ctx, Emitter(ctx, WORK), *names)
         if dtype == WORK:
-            ctx.emit("Identity", [result], [ctx.output(0)])
+            ctx.op.Identity(result, out=ctx.output(0))
         else:
             emit_cast(ctx, result, dtype, ctx.output(0))
     return proto
