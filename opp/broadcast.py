@@ -67,7 +67,7 @@ def _padded(ctx):
 def _lower_broadcast_args(ctx, node):
     o, (a, b), _ = _padded(ctx)
     out = o.Where(o.Equal(a, o.c(1)), b, a)
-    ctx.emit("Cast", [out], [ctx.output(0)], to=ONNX_DTYPES[node.output_desc(0).dtype])
+    ctx.op.Cast(out, out=ctx.output(0), to=ONNX_DTYPES[node.output_desc(0).dtype])
 
 
 @gradient_args.lower
@@ -77,8 +77,8 @@ def _lower_gradient_args(ctx, node):
     same = o.And(o.Equal(n0, n1), o.Equal(mismatches, o.c(0)))
     for i, padded in enumerate((a, b)):
         axes = o.NonZero(o.And(o.Equal(padded, o.c(1)), o.Not(same)))          # [1, n]
-        ctx.emit("Cast", [o.Reshape(axes, o.c([-1]))], [ctx.output(i)],
-                 to=ONNX_DTYPES[node.output_desc(i).dtype])
+        ctx.op.Cast(o.Reshape(axes, o.c([-1])), out=ctx.output(i),
+                    to=ONNX_DTYPES[node.output_desc(i).dtype])
 
 
 def _pad(a, b):
