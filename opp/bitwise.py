@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
+from tf2ir.ir.onnx.kernels import has_kernel
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INT_TYPES, numpy_dtype
 from tf2ir.opp.declare import declare_binary, declare_unary
@@ -33,7 +34,7 @@ def _shift(direction: str):
         to_unsigned, to_dtype = ONNX_DTYPES[unsigned], ONNX_DTYPES[dtype]
         shift = o.Max(o.Cast(y, to=ONNX_DTYPES["int64"]), o.c(0, "int64"))
         shift = o.Cast(o.Min(shift, o.c(bits - 1, "int64")), to=to_unsigned)
-        if dtype == unsigned:
+        if has_kernel("BitShift", dtype):     # the unsigned ones
             return o.BitShift(x, shift, direction=direction, out=o.out)
         if direction == "LEFT":
             return o.Cast(o.BitShift(o.Cast(x, to=to_unsigned), shift, direction="LEFT"),
@@ -89,15 +90,15 @@ def _infer_bitcast(node):
 @bitcast.lower
 def _lower_bitcast(ctx, node):
     if node.inputs[0].desc.dtype == node.attrs["type"]:
-        ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)])
+        ctx.op.Identity(ctx.input(0), out=ctx.output(0))
         return
     unsafe = {node.inputs[0].desc.dtype, node.attrs["type"]} & _NO_KERNEL_TYPES
     if unsafe:
         raise ConversionError(f"Bitcast of {', '.join(sorted(unsafe))} is not supported: ONNX "
                               "opset 18 has no bitcast and onnxruntime-extensions' Python kernels "
                               "take no half-float or complex tensors")
-    ctx.emit("Bitcast", [ctx.input(0)], [ctx.output(0)], domain=DOMAIN,
-             type=int(ONNX_DTYPES[node.attrs["type"]]))
+    ctx.op.Bitcast(ctx.input(0), out=ctx.output(0), domain=DOMAIN,
+                   type=int(ONNX_DTYPES[node.attrs["type"]]))
 
 
 # dtypes onnxruntime-extensions' Python kernels do not take (onnxruntime aborts on them)
