@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.kernels import kernel_types
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES
 from tf2ir.opp import complexmath
@@ -35,9 +36,14 @@ def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None, numpy_fn=None)
     proto = OPS.declare(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
     proto.infer(_infer_binary)
     if numpy_fn is not None:   # shape arithmetic (dims times dims, ...) folds to constants
-        proto.fold(lambda node, values: [np.asarray(numpy_fn(values[0], values[1]), values[0].dtype)])
-    proto.lower(lambda ctx, node: emit_via(ctx, onnx_op, [ctx.input(0), ctx.input(1)], ctx.output(0),
-                                           node.inputs[0].desc.dtype, via or {}))
+        @proto.fold
+        def fold(node, values):
+            return [np.asarray(numpy_fn(values[0], values[1]), values[0].dtype)]
+
+    @proto.lower
+    def lower(ctx, node):
+        emit_via(ctx, onnx_op, [ctx.input(0), ctx.input(1)], ctx.output(0), node.inputs[0].desc.dtype,
+                 via or {})
     return proto
 
 
@@ -54,8 +60,8 @@ squared_difference = _binary("SquaredDifference", "Sub", "(x1 - x2) ** 2")
 
 @squared_difference.lower
 def _lower_squared_difference(ctx, node):
-    diff = ctx.emit("Sub", [ctx.input(0), ctx.input(1)])[0]
-    ctx.emit("Mul", [diff, diff], [ctx.output(0)])
+    diff = ctx.op.Sub(ctx.input(0), ctx.input(1))
+    ctx.op.Mul(diff, diff, out=ctx.output(0))
 
 
 # -- division and remainders ----------------------------------------------------------------
@@ -149,14 +155,19 @@ declare_binary(OPS, "Xdivy", "x1 / x2, and 0 where x1 is 0", _unless_zero(0, "Di
 
 # -- clipping ----------------------------------------------------------------------------------
 # onnxruntime's Min and Max kernels (ClipByValue's carriers are chosen among them)
-MIN_MAX_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint32",
-                 "uint64")
+MIN_MAX_TYPES = kernel_types("Max", NUMBER_TYPES)
 
 clip_by_value = (OPS.declare("ClipByValue", "x clipped to [low, high] as TF computes it, "
                                              "max(min(x, high), low); low and high broadcast")
                  .input("x", NUMBER_TYPES).input("low", NUMBER_TYPES).input("high", NUMBER_TYPES)
                  .output("y"))
-clip_by_value.infer(lambda node: infer_broadcast(node, (0, 1, 2)))
+
+
+@clip_by_value.infer
+def _infer_clip_by_value(node):
+    return infer_broadcast(node, (0, 1, 2))
+
+
 clip_by_value.lower(lowering(lambda o, xs, dtype: o.Max(o.Min(xs[0], xs[2]), xs[1], out=o.out),
                              MIN_MAX_TYPES, (0, 1, 2)))
 clip_by_value.fold(fold_with(lambda x, low, high: np.maximum(np.minimum(x, high), low)))
