@@ -43,7 +43,7 @@ def _lowering(body):
                  for i, n in enumerate(names)]
         result = body(Emitter(ctx, work), node, *names)
         if work == dtype:
-            ctx.emit("Identity", [result], [ctx.output(0)])
+            ctx.op.Identity(result, out=ctx.output(0))
         else:
             emit_cast(ctx, result, dtype, ctx.output(0))
     return lower
