@@ -38,7 +38,7 @@ def _lower(ctx, node):
         ctx.note(f"PlaceholderWithDefault {node.name}: an optional model input '{name}'; its "
                  "default is an initializer of the same name, used when it is not fed")
         return
-    ctx.emit("Identity", [ctx.input(0)], [name])
+    ctx.op.Identity(ctx.input(0), out=name)
     why = "default is computed" if default is None else "it is inside a subgraph"
     ctx.note(f"PlaceholderWithDefault {node.name}: {why}, the converted model has no input "
              "for it", warning=True)
