@@ -31,7 +31,7 @@ def _infer(node):
 
 @tf_subgraph.lower
 def _lower(ctx, node):
-    ctx.emit("TFSubgraph", [ctx.input(i) for i in range(len(node.inputs))],
-             [ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN,
-             graph_def=node.attrs["graph_def"], input_names=list(node.attrs["input_names"]),
-             output_names=list(node.attrs["output_names"]))
+    ctx.op.TFSubgraph(*[ctx.input(i) for i in range(len(node.inputs))],
+                      outputs=[ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN,
+                      graph_def=node.attrs["graph_def"], input_names=list(node.attrs["input_names"]),
+                      output_names=list(node.attrs["output_names"]))
