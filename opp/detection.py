@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
+from tf2ir.ir.onnx.kernels import kernel_types, via
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES
 from tf2ir.opp.emitting import Emitter, emit_cast, int64_constant
@@ -237,9 +238,9 @@ def _lower_area_at_run_time(ctx, align: bool) -> None:
 
 # -- max pooling with argmax -----------------------------------------------------------------------
 # onnxruntime's MaxPool with Indices takes these; other dtypes pool in a carrier that holds them
-POOL_KERNELS = ("float16", "float32", "float64", "int8", "uint8")
-POOL_CARRIERS = {"bfloat16": "float32", "int16": "float64", "uint16": "float64",
-                 "int32": "float64", "uint32": "float64"}
+POOL_KERNELS = kernel_types("MaxPool", ("float16", "float32", "float64", "int8", "uint8"))
+POOL_CARRIERS = via("MaxPool", {"bfloat16": "float32", "int16": "float64", "uint16": "float64",
+                                "int32": "float64", "uint32": "float64"})
 
 argmax_pool = OPS.declare("MaxPoolWithArgmax", "Max pooling of NHWC input and each maximum's "
                                                "flat index ((y * W + x) * C + c, plus the "
@@ -282,7 +283,7 @@ def _lower_argmax_pool(ctx, node):
         x = emit_cast(ctx, x, POOL_CARRIERS[dtype])
     nchw = o.Transpose(x, perm=[0, 3, 1, 2])
     pad = "SAME_UPPER" if node.attrs["padding"] == "SAME" else "VALID"
-    pooled, flat = ctx.emit("MaxPool", [nchw], 2, kernel_shape=k, strides=s, auto_pad=pad)
+    pooled, flat = ctx.op.MaxPool(nchw, outputs=2, kernel_shape=k, strides=s, auto_pad=pad)
     if dtype in POOL_CARRIERS:
         pooled = emit_cast(ctx, pooled, dtype)
     o.Transpose(pooled, perm=[0, 2, 3, 1], out=ctx.output(0))
