@@ -94,8 +94,8 @@ def _lower_dense_sets(ctx, node):
         keep = o.And(_first(o, values), inside if operation == "intersection" else o.Not(inside))
     largest = o.c(np.iinfo(np.int64).max)
     width = o.Reshape(o.Gather(o.Shape(values), o.c(1), axis=0), o.c([1]))
-    ordered, _ = ctx.emit("TopK", [o.Where(keep, values, largest), width], 2, axis=1, largest=0,
-                          sorted=1)
+    ordered, _ = ctx.op.TopK(o.Where(keep, values, largest), width, outputs=2, axis=1, largest=0,
+                             sorted=1)
     counts = o.ReduceSum(o.Cast(keep, to=I64), o.c([1]), keepdims=1)               # [rows, 1]
     places = o.Unsqueeze(o.Range(o.c(0), o.Reshape(width, o.c([])), o.c(1)), o.c([0]))
     taken = o.Less(places, counts)                                                   # [rows, n]
