@@ -15,7 +15,8 @@ from typing import List
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
-from tf2ir.ir.tensor import FLOAT_TYPES, numpy_dtype
+from tf2ir.ir.onnx.kernels import kernel_types
+from tf2ir.ir.tensor import FLOAT_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.emitting import Emitter, emit_cast
 from tf2ir.opp.layouts import data_layout, spatial_attrs
 from tf2ir.opp.conv import (ORT_CONV_TYPES, compute_input, emit_spatial, onnx_pads, same_pads,
@@ -24,7 +25,7 @@ from tf2ir.opp.conv import (ORT_CONV_TYPES, compute_input, emit_spatial, onnx_pa
 OPS = OpSet("tf2ir.opp.pool")
 
 # onnxruntime's CPU MaxPool kernel takes these dtypes (AveragePool: ORT_CONV_TYPES).
-ORT_MAXPOOL_TYPES = ("float16", "float32", "float64", "int8", "uint8")
+ORT_MAXPOOL_TYPES = kernel_types("MaxPool", NUMBER_TYPES)
 # TF's MaxPool dtypes (its op registry; qint8 aside). The integers onnxruntime's MaxPool lacks
 # pool in a float that holds each of their values exactly (max commutes with that cast);
 # int64 has no such float and is refused.
