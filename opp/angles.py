@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tf2ir.ir.onnx.kernels import has_kernel
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.opp.emitting import Emitter
 
@@ -32,7 +33,7 @@ def signbit(o: Emitter, v: str) -> str:
 def atan2(o, y, x, dtype):
     """atan(y / x) moved by +-pi where x is negative (or -0), with C's atan2 cases for zeros
     (signed) and two infinities; TF's Atan2 takes y first."""
-    atan = o.Atan if dtype == "float32" else (lambda v: atan64(o, v))
+    atan = o.Atan if has_kernel("Atan", dtype) else (lambda v: atan64(o, v))
     both_inf = o.And(o.IsInf(y), o.IsInf(x))
     ratio = o.Where(both_inf, o.Mul(o.Sign(y), o.Sign(x)), o.Div(y, x))
     zero_y = o.And(o.Equal(y, o.c(0)), o.Not(o.IsNaN(x)))
