@@ -10,6 +10,7 @@ import numpy as np
 from onnx import helper
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
+from tf2ir.ir.onnx.kernels import via
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.carriers import ARITHMETIC_VIA, MINMAX_VIA
@@ -86,7 +87,7 @@ _reduction("ReduceProd", "ReduceProd", "product over `axes`", via=ARITHMETIC_VIA
 
 # -- arg max / arg min ------------------------------------------------------------------------
 # onnxruntime's ArgMax/ArgMin kernels: float16/32/64, int8, uint8, int32, int64
-ARG_VIA = {"bool": "int32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
+ARG_VIA = via("ArgMax", {"bool": "int32", "int16": "int32", "uint16": "int32", "uint32": "int64"})
 ARG_OUTPUT_TYPES = ("int16", "uint16", "int32", "int64")
 
 
