@@ -129,8 +129,12 @@ class ValueList(list):
 class Graph:
     """An ordered list of nodes with graph inputs and outputs; names are unique per graph."""
 
-    def __init__(self, name: str = "main"):
+    def __init__(self, name: str = "main", prototypes: Any = None):
         self.name = name
+        # The op prototype table this graph belongs to (a tf2ir.ir.prototype.PrototypeRegistry:
+        # its pipeline's plugin manager's); None: the default table (`prototypes_of`).
+        # Subgraphs without one take their owner's when they are attached.
+        self.prototypes = prototypes
         self.nodes: List[Node] = []
         self.inputs: List[Value] = []
         self._outputs: ValueList = ValueList()
@@ -180,7 +184,7 @@ class Graph:
         # A plugin hands subgraphs over as Graph-valued attributes (IrOp.set_attr): the node
         # owns them as subgraphs, under the attribute's name.
         for key in [k for k, v in node.attrs.items() if isinstance(v, Graph)]:
-            node.subgraphs[key] = node.attrs.pop(key)
+            node.subgraphs[key] = self.adopt(node.attrs.pop(key))
         for value in inputs:
             self._append_input(node, value)
         if output_descs is not None:
@@ -201,6 +205,22 @@ class Graph:
         if value is not None:
             value.uses.append((node, len(node.inputs)))
         node.inputs.append(value)
+
+    def adopt(self, sub: "Graph") -> "Graph":
+        """`sub` (a subgraph of one of this graph's nodes), given this graph's prototype
+        table where it (or a graph nested in it) has none of its own; returns `sub`."""
+        if self.prototypes is not None:
+            sub.use_prototypes(self.prototypes, keep=True)
+        return sub
+
+    def use_prototypes(self, table: Any, keep: bool = False) -> None:
+        """Make `table` this graph's prototype table and its subgraphs' (nested ones too);
+        with `keep`, a graph that has a table keeps it (and gives it to its own subgraphs)."""
+        if not (keep and self.prototypes is not None):
+            self.prototypes = table
+        for node in self.nodes:
+            for sub in node.subgraphs.values():
+                sub.use_prototypes(self.prototypes, keep)
 
     # -- insertion points ---------------------------------------------------------
     @contextmanager
@@ -353,7 +373,7 @@ def clone_graph(graph: Graph, mapped: Optional[Dict[int, Value]] = None) -> Grap
     """A deep copy of `graph` (nested subgraphs too) with the same names and descs; values
     of enclosing graphs that it reads stay shared. Attribute values are shared (read-only)."""
     mapped = {} if mapped is None else mapped
-    copy = Graph(graph.name)
+    copy = Graph(graph.name, graph.prototypes)
 
     for value in graph.inputs:
         mapped[id(value)] = copy.add_input(value.name, value.desc.copy())

@@ -14,7 +14,7 @@ from typing import Optional
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node
-from tf2ir.ir.prototype import check_attr_value, get_prototype
+from tf2ir.ir.prototype import check_attr_value
 from tf2ir.ir.verify import check_ports
 
 
@@ -22,8 +22,7 @@ def infer_node(node: Node, infer: bool = True) -> None:
     def fail(message: str) -> ConversionError:
         return ConversionError(message, node=node.name, op_type=node.op_type)
 
-    check_ports(node)
-    proto = get_prototype(node.op_type)
+    proto = check_ports(node)
     for name, spec in proto.attrs.items():
         if name not in node.attrs:
             if spec.required:

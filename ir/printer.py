@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from tf2ir.ir.prototype import check_attr_value, get_prototype, has_prototype, infer_attr_type
+from tf2ir.ir.prototype import OpPrototype, check_attr_value, infer_attr_type, prototypes_of
 from tf2ir.ir.tensor import TensorDesc, dtype_of_numpy
 
 if TYPE_CHECKING:
@@ -55,8 +55,9 @@ class _WeightsWriter:
                 pos = offset + array.nbytes
 
 
-def _attr_text(node: Node, name: str, value: Any, weights: _WeightsWriter) -> str:
-    spec = get_prototype(node.op_type).attrs.get(name) if has_prototype(node.op_type) else None
+def _attr_text(node: Node, name: str, value: Any, weights: _WeightsWriter,
+               proto: Optional[OpPrototype]) -> str:
+    spec = proto.attrs.get(name) if proto is not None else None
     kind = spec.type if spec is not None else infer_attr_type(value)
     if value is not None and kind != "tensor":
         try:  # write the plain Python value that loading gives back (1 → 1.0 for floats)
@@ -77,16 +78,17 @@ def _attr_text(node: Node, name: str, value: Any, weights: _WeightsWriter) -> st
 def _graph_lines(graph: Graph, indent: str, weights: _WeightsWriter, head: str) -> List[str]:
     lines = [f"{indent}{head}graph {json.dumps(graph.name)} {{"]
     inner = indent + "  "
+    table = prototypes_of(graph)
     for value in graph.inputs:
         lines.append(f"{inner}input %{_name(value.name)}: {_desc_text(value.desc)}")
     for node in graph.nodes:
-        proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
+        proto = table.find(node.op_type)
         ports = proto.input_names(len(node.inputs), node.attrs) if proto else []
         if len(ports) != len(node.inputs):
             ports = [f"in{i}" for i in range(len(node.inputs))]
         args = ", ".join(f"{p}={'_' if v is None else '%' + _name(v.name)}"
                          for p, v in zip(ports, node.inputs))
-        attrs = ", ".join(_attr_text(node, k, v, weights) for k, v in node.attrs.items())
+        attrs = ", ".join(_attr_text(node, k, v, weights, proto) for k, v in node.attrs.items())
         outs = ", ".join(f"%{_name(v.name)}: {_desc_text(v.desc)}" for v in node.outputs)
         lines.append(f"{inner}node {json.dumps(node.name)} {node.op_type}({args}) {{{attrs}}} -> {outs}")
         for key, sub in node.subgraphs.items():

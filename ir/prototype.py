@@ -3,20 +3,26 @@
 A prototype declares an IR op's ports (required, optional, dynamic), typed attributes
 with defaults, an inference function (output dtypes and shapes), a fold function and an
 ONNX lowering. `opp/` declares which ops exist; this module only knows how a prototype
-works. Prototypes reach the registry through the plugin manager (every plugin's
-`tf2ir_op_prototypes` hook, the built-in op families' included), never by import.
+works. Prototypes reach a table (`PrototypeRegistry`) through the plugin manager that owns it
+(every plugin's `tf2ir_op_prototypes` hook, the built-in op families' included), never by
+import; a graph reads the table of the pipeline that made it (`prototypes_of`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import re
 
 import numpy as np
 
 from tf2ir.ir.errors import plugin_code
+# The tables (one per plugin manager) and the lookups by graph: re-exported here.
+from tf2ir.ir.prototype_table import (  # noqa: F401
+    PrototypeRegistry, PrototypeSource, default_prototypes, get_prototype, has_prototype,
+    prototypes_of, registered_prototypes, set_default_factory,
+)
 from tf2ir.ir.tensor import DTYPES, TensorDesc
 
 if TYPE_CHECKING:
@@ -394,78 +400,10 @@ class OpSet:
         return len(self._prototypes)
 
 
-class PrototypeSource(Protocol):
-    """Where a registry finds the prototypes it was not given: a plugin manager that imports
-    its plugins when an op type is first asked for."""
-
-    def resolve_prototype(self, op_type: str) -> Optional[OpPrototype]: ...
-
-    def all_prototypes(self) -> Dict[str, OpPrototype]: ...
-
-
-class PrototypeRegistry:
-    """The op prototypes in force. The plugin manager installs the winners of its plugins'
-    declarations; everything in `ir/` (inference, verification, lowering) reads it."""
-
-    def __init__(self) -> None:
-        self._prototypes: Dict[str, OpPrototype] = {}
-        self._source: Optional[PrototypeSource] = None
-        self._missing: Set[str] = set()   # op types the source has no prototype for
-
-    def install(self, prototypes: Sequence[OpPrototype],
-                source: Optional[PrototypeSource] = None) -> None:
-        """Make `prototypes` (one per op type) the ones in force; `source`, when given, is
-        asked for any other op type (and answers once per op type)."""
-        self._prototypes = {p.op_type: p for p in prototypes}
-        self._source = source
-        self._missing = set()
-
-    def _find(self, op_type: str) -> Optional[OpPrototype]:
-        proto = self._prototypes.get(op_type)
-        if proto is None and self._source is not None and op_type not in self._missing:
-            proto = self._source.resolve_prototype(op_type)
-            if proto is None:
-                self._missing.add(op_type)
-            else:
-                self._prototypes[op_type] = proto
-        return proto
-
-    def get(self, op_type: str) -> OpPrototype:
-        proto = self._find(op_type)
-        if proto is None:
-            hint = "" if self._prototypes or self._source is not None else (
-                " (no prototypes are registered: create a tf2ir.plugins.PluginManager first)")
-            raise KeyError(f"no op prototype for IR op type {op_type!r}{hint}")
-        return proto
-
-    def has(self, op_type: str) -> bool:
-        return self._find(op_type) is not None
-
-    def all(self) -> Dict[str, OpPrototype]:
-        if self._source is not None:   # every prototype: the source imports all its plugins
-            self._prototypes = dict(self._source.all_prototypes())
-            self._source = None
-        return dict(self._prototypes)
-
-
-REGISTRY = PrototypeRegistry()
-
-
-def get_prototype(op_type: str) -> OpPrototype:
-    return REGISTRY.get(op_type)
-
-
-def has_prototype(op_type: str) -> bool:
-    return REGISTRY.has(op_type)
-
-
-def registered_prototypes() -> Dict[str, OpPrototype]:
-    return REGISTRY.all()
-
-
 def _fold_by_kernel(fn: KernelFn) -> FoldFn:
     def fold(node, arrays):
         result = fn(*arrays, **node.attrs)
         return list(result) if isinstance(result, tuple) else [result]
     fold.by_kernel = True   # type: ignore[attr-defined]  # (errors name "its kernel")
     return fold
+

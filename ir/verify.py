@@ -12,7 +12,7 @@ from typing import Optional
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.graph import Graph, Node
-from tf2ir.ir.prototype import check_attr_value, get_prototype, has_prototype
+from tf2ir.ir.prototype import OpPrototype, check_attr_value, prototypes_of
 
 
 def _port_list(specs) -> str:
@@ -20,15 +20,15 @@ def _port_list(specs) -> str:
     return ", ".join(p.name + marks.get(p.kind, "") for p in specs) or "none"
 
 
-def check_ports(node: Node) -> None:
-    """The node's op has a prototype, and its inputs and outputs fit it (counts, required
-    inputs present, input dtypes allowed)."""
+def check_ports(node: Node) -> OpPrototype:
+    """The node's op has a prototype (in its graph's table), and its inputs and outputs fit
+    it (counts, required inputs present, input dtypes allowed); returns the prototype."""
     def fail(message: str) -> ConversionError:
         return ConversionError(message, node=node.name, op_type=node.op_type)
 
-    if not has_prototype(node.op_type):
+    proto = prototypes_of(node.graph).find(node.op_type)
+    if proto is None:
         raise fail(f"IR op type {node.op_type} has no op prototype")
-    proto = get_prototype(node.op_type)
     if not proto.accepts_input_count(len(node.inputs), node.attrs):
         raise fail(f"has {len(node.inputs)} inputs; prototype expects {_port_list(proto.inputs)}")
     if not proto.accepts_output_count(len(node.outputs), node.attrs):
@@ -42,13 +42,13 @@ def check_ports(node: Node) -> None:
         if spec.dtypes and value.desc.dtype not in spec.dtypes:
             raise fail(f"input '{spec.name}' has dtype {value.desc.dtype}; "
                        f"allowed: {', '.join(spec.dtypes)}")
+    return proto
 
 
 def check_node(node: Node) -> None:
     """`check_ports`, and every declared attribute present (or defaulted) with a value of
     its declared type; subgraphs are checked too."""
-    check_ports(node)
-    proto = get_prototype(node.op_type)
+    proto = check_ports(node)
     for name, spec in proto.attrs.items():
         if name not in node.attrs:
             if spec.required:

@@ -62,7 +62,7 @@ class Converter:
         self.model = tf_graph.model
         self.manager = manager
         self.input_shapes = dict(input_shapes or {})
-        self.graph = Graph(_graph_name(self.model))
+        self.graph = Graph(_graph_name(self.model), manager.prototype_table)   # its plugins' ops
         self.values: Dict[Tuple[str, int], Value] = {}
         for name, desc in arguments or ():
             self.values[(name, 0)] = self.graph.add_input(name, desc.copy())

@@ -100,6 +100,12 @@ class Pipeline:
             self._manager = PluginManager()
         return self._manager
 
+    @property
+    def prototypes(self):
+        """The op prototype table of this pipeline's plugin manager: the graphs it makes read
+        it (tf2ir.ir.prototype.prototypes_of)."""
+        return self.manager.prototype_table
+
     # -- the stages ------------------------------------------------------------------------
     def load(self, path: str):
         """A model file → (GraphDef, the outputs it names or None)."""

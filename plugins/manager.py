@@ -25,7 +25,9 @@ from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Ty
 import pluggy
 
 from tf2ir.ir.errors import ConversionError, plugin_code
-from tf2ir.ir.prototype import REGISTRY, OpPrototype, check_op_type, check_priority
+from tf2ir.ir.prototype import (
+    OpPrototype, PrototypeRegistry, check_op_type, check_priority, set_default_factory,
+)
 from tf2ir.plugins import builtin, spec
 from tf2ir.ir.passes.manager import order_passes
 from tf2ir.plugins.fusion import (
@@ -112,7 +114,10 @@ class PluginManager:
             for proto in self._hook_items("tf2ir_op_prototypes"):
                 self._decide_prototype(proto.op_type)
         self._fusion_plan = self._plan_fusion_passes()
-        REGISTRY.install(list(self._prototypes.values()), source=self)
+        # This manager's own prototype table: the graphs its pipelines make read it (no other
+        # manager's ops are ever seen there); it asks this manager for op types it lacks.
+        self.prototype_table = PrototypeRegistry()
+        self.prototype_table.install(list(self._prototypes.values()), source=self)
 
     # -- loading -------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -376,6 +381,22 @@ class PluginManager:
 
     def plugin_names(self) -> List[str]:
         return [name for name, _ in self.pm.list_name_plugin()]
+
+
+_DEFAULT_MANAGER: Optional[PluginManager] = None
+
+
+def default_manager() -> PluginManager:
+    """The default plugin manager (every installed plugin, and TF2IR_PLUGIN_PATH's as it is
+    when first asked for), made once: graphs without a prototype table of their own (built by
+    hand, loaded from text) read its table. No other manager ever replaces it."""
+    global _DEFAULT_MANAGER
+    if _DEFAULT_MANAGER is None:
+        _DEFAULT_MANAGER = PluginManager()
+    return _DEFAULT_MANAGER
+
+
+set_default_factory(lambda: default_manager().prototype_table)
 
 
 _EXPECTED: Dict[str, Tuple[type, str]] = {

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from tf2ir.ir import ConversionError, Graph, TensorDesc, Value
-from tf2ir.ir.prototype import OpPrototype, check_attr_value, get_prototype, has_prototype
+from tf2ir.ir.prototype import OpPrototype, check_attr_value, prototypes_of
 from tf2ir.plugins.tfnode import TfNode
 
 
@@ -41,7 +41,8 @@ class IrOp:
 
     @property
     def prototype(self) -> Optional[OpPrototype]:
-        return get_prototype(self.op_type) if has_prototype(self.op_type) else None
+        """The prototype of this op in the table of the graph it is mapped into."""
+        return prototypes_of(self.graph).find(self.op_type)
 
     def set_attr(self, name: str, value: Any) -> None:
         self.attrs[name] = value

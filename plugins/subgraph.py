@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 import numpy as np
 
 from tf2ir.ir import ConversionError, Graph, Node, TensorDesc, Value
-from tf2ir.ir.prototype import get_prototype, has_prototype
+from tf2ir.ir.prototype import prototypes_of
 from tf2ir.ir.infer import infer_node
 from tf2ir.plugins.mapping import IrOp
 from tf2ir.plugins.tfnode import TfNode
@@ -27,7 +27,7 @@ class SubgraphBuilder:
 
     def __init__(self, call: IrOp):
         self.call = call                  # the PartitionedCall IrOp, after parse-params
-        self.graph = Graph(call.name)
+        self.graph = Graph(call.name, call.graph.prototypes)   # the mapped graph's table
         self._data: Dict[int, Value] = {}
 
     def data(self, index: int, name: Optional[str] = None) -> Value:
@@ -48,10 +48,11 @@ class SubgraphBuilder:
                attrs: Optional[Dict[str, Any]] = None, name: Optional[str] = None,
                num_outputs: Optional[int] = None) -> Node:
         """Add IR op `op_type`; its output descs are inferred at once."""
-        if not has_prototype(op_type):
+        proto = prototypes_of(self.graph).find(op_type)
+        if proto is None:
             raise ConversionError(f"IR op type {op_type} has no op prototype")
         if num_outputs is None:
-            num_outputs = get_prototype(op_type).default_output_count(attrs) or 1
+            num_outputs = proto.default_output_count(attrs) or 1
         node = self.graph.add_node(op_type, inputs, attrs, name, num_outputs=num_outputs)
         infer_node(node)
         return node

@@ -14,24 +14,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 @pytest.fixture(scope="session", autouse=True)
 def builtin_prototypes():
-    """Tests that build IR by hand need the op prototypes in force: the plugin manager
-    installs them (the built-in op families are plugins like any other)."""
-    from tf2ir.plugins.manager import PluginManager
-    PluginManager(use_env=False)
+    """Tests that build IR by hand read the default prototype table (a graph without a
+    pipeline's): the default plugin manager's, made now, before any test sets
+    TF2IR_PLUGIN_PATH (the built-in op families are plugins like any other)."""
+    from tf2ir.plugins.manager import default_manager
+    default_manager()
 
 
 @pytest.fixture
 def extra_prototypes():
-    """extra_prototypes(proto, ...) puts prototypes in force beside the installed ones for
-    one test; the registry is restored afterwards."""
-    from tf2ir.ir.prototype import REGISTRY
-    saved = list(REGISTRY.all().values())
+    """extra_prototypes(proto, ...) puts prototypes in the default table (what graphs built
+    by hand read) beside the installed ones for one test; the table is restored afterwards."""
+    from tf2ir.ir.prototype import default_prototypes
+    table = default_prototypes()
+    saved = list(table.all().values())
 
     def install(*protos):
-        REGISTRY.install([p for p in saved if p.op_type not in {q.op_type for q in protos}]
-                         + list(protos))
+        table.install([p for p in saved if p.op_type not in {q.op_type for q in protos}]
+                      + list(protos))
     yield install
-    REGISTRY.install(saved)
+    table.install(saved)
 
 
 @pytest.fixture(scope="session")

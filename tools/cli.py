@@ -207,6 +207,7 @@ def cmd_compile(args) -> int:
     pipeline = pipeline_from_args(args)   # its plugins declare the IR's op prototypes
     with _timed(phases, "load"):
         graph = load(args.ir)
+        graph.use_prototypes(pipeline.prototypes)   # the IR's ops are its plugins'
     with _timed(phases, "verify"):
         infer_graph(graph, model=args.ir)
     with _timed(phases, "compile"):

@@ -268,7 +268,8 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
     names = [o.name for o in onnx_model.graph.output]
     tf_graph = _tf_graph(model_path, **(source or {}))
     expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
-    actual = _run_onnx(onnx_model, feeds, names)
+    from tf2ir.ir.prototype import prototypes_of
+    actual = _run_onnx(onnx_model, feeds, names, prototypes_of(graph))   # its plugins' kernels
     rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
     result: Dict[str, Any] = {
         "outputs": [{"name": r.name, "shape": list(r.shape), "abs": _finite(r.max_abs),

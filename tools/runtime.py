@@ -16,27 +16,26 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 
 
 def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_options=None,
-                     manager=None):
+                     manager=None, prototypes=None):
     """An onnxruntime session for a tf2ir model (path or ModelProto) whose plugin ops run
-    by the kernels of `manager`'s prototypes (default: every installed plugin)."""
-    from tf2ir.ir.onnx.runtime import STANDARD_DOMAINS
+    by the kernels of `manager`'s prototypes, or of the prototype table `prototypes` (a
+    pipeline's: `tf2ir.ir.prototype.prototypes_of(graph)`); default: the default plugin
+    manager's (every installed plugin and TF2IR_PLUGIN_PATH's)."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session
-    from tf2ir.ir.prototype import registered_prototypes
-    from tf2ir.plugins.manager import PluginManager
+    from tf2ir.ir.onnx.runtime import table_kernels
+    from tf2ir.plugins.manager import default_manager
     if manager is not None:
-        prototypes = manager.prototypes
-    else:   # the plugins a conversion in this process loaded, or else the installed ones
-        prototypes = registered_prototypes() or PluginManager().prototypes
+        prototypes = manager.prototype_table
+    elif prototypes is None:
+        prototypes = default_manager().prototype_table
+    kernels = table_kernels(prototypes)
 
     def kernel_for(node):
-        """A kernel from the table of the installed plugins' prototypes, by the node's op
-        type (never by a name the model chooses), with the plugin that declares it."""
+        """A kernel from the table of the plugins' prototypes, by the node's op type (never
+        by a name the model chooses), with the plugin that declares it."""
         if node.domain == FALLBACK_DOMAIN and node.op_type == "TFSubgraph":
             return tensorflow_segment(node), SEGMENT_PLUGIN
-        if node.domain in STANDARD_DOMAINS or node.op_type not in prototypes:
-            return None
-        prototype = prototypes[node.op_type]
-        return None if prototype.kernel_fn is None else (prototype.kernel_fn, prototype.plugin)
+        return kernels(node)
     return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options)
 
 

@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.prototype import prototypes_of
 from tf2ir.tools.options import (
     EPILOG, MODEL_HELP, add_common, add_fallback_option, add_model_source, add_shape_options,
     model_tags, pipeline_from_args,
@@ -140,14 +141,18 @@ def _verify_after_convert(args, report, graph, emit, progress) -> int:
 def verify_conversion(model_path: str, onnx_path: str, report=None,
                       options: Optional[VerifyOptions] = None, graph=None,
                       out: Optional[TextIO] = None, source: Optional[dict] = None,
-                      progress=None) -> int:
+                      progress=None, prototypes=None) -> int:
     """Compare the ONNX model at `onnx_path` with the frozen graph at `model_path`; print
     the per-output table (and the first diverging node when `report`, the conversion's
     report, is given). `source` holds the SavedModel signature and tags; `progress` a
-    tools.progress.PhaseLine. Return 0 on a match, 4 on a mismatch."""
+    tools.progress.PhaseLine; plugin ops run by the kernels of the prototype table
+    `prototypes` (default: the IR `graph`'s, else the default plugin manager's). Return 0 on
+    a match, 4 on a mismatch."""
     import onnx
 
     from tf2ir.tools.progress import PhaseLine
+    if prototypes is None and graph is not None:
+        prototypes = prototypes_of(graph)
     options = options or VerifyOptions()
     out = out or sys.stdout
     progress = progress or PhaseLine(False)
@@ -158,7 +163,7 @@ def verify_conversion(model_path: str, onnx_path: str, report=None,
     tf_graph = _tf_graph(model_path, **(source or {}))
     expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
     progress.phase("running onnxruntime")
-    actual = _run_onnx(model, feeds, names)
+    actual = _run_onnx(model, feeds, names, prototypes)
     progress.close()
     rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
     _print_table(rows, out)
@@ -277,9 +282,11 @@ def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.
         return session.run(fetches, {f"{k}:0": v for k, v in feeds.items()})
 
 
-def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str]) -> List[np.ndarray]:
+def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str],
+              prototypes=None) -> List[np.ndarray]:
     """Run `model` in onnxruntime; plugin ops run by the kernels of the conversion's plugins
-    (the prototype registry holds them), fallback segments by TensorFlow."""
+    (prototype table `prototypes`, its pipeline's; None: the default plugin manager's),
+    fallback segments by TensorFlow."""
     from tf2ir.tools.runtime import InferenceSession
     with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
         source = model
@@ -287,7 +294,7 @@ def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str]) -> List[np.
             import onnx
             source = os.path.join(tmp, "model.onnx")
             onnx.save_model(model, source, save_as_external_data=True)
-        return InferenceSession(source).run(names, feeds)
+        return InferenceSession(source, prototypes=prototypes).run(names, feeds)
 
 
 # -- the first diverging node ------------------------------------------------------------
@@ -335,7 +342,8 @@ def tensor_comparisons(model, tf_graph, feeds, report, options: VerifyOptions, g
             if name not in existing:
                 elem = types.get(name) or ir_elem
                 debug.graph.output.append(helper.make_tensor_value_info(name, elem, None))
-        actual = _run_onnx(debug, feeds, [name for _, _, name, _ in chunk])
+        actual = _run_onnx(debug, feeds, [name for _, _, name, _ in chunk],
+                           None if graph is None else prototypes_of(graph))
         expected = _run_tf(tf_graph, feeds, [f"{node}:{port}" for node, port, _, _ in chunk])
         for (node, port, name, _), a, e in zip(chunk, actual, expected):
             yield node, port, compare(name, a, e, options.rtol, options.atol)

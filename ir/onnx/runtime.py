@@ -84,13 +84,25 @@ def _raise_kernel_failure() -> None:
         raise KernelError(failure)
 
 
+def table_kernels(table) -> KernelFor:
+    """`kernel_for` reading prototype table `table` (a plugin manager's PrototypeRegistry):
+    the reference kernel of the IR op a custom-domain node stands for, by the node's op type,
+    with the plugin that declares it; None where the table declares none."""
+    def kernel_for(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
+        if node.domain in STANDARD_DOMAINS:
+            return None
+        prototype = table.find(node.op_type)
+        if prototype is None or prototype.kernel_fn is None:
+            return None
+        return prototype.kernel_fn, prototype.plugin
+    return kernel_for
+
+
 def registry_kernel(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
-    """The reference kernel of the IR op a custom-domain node stands for, if declared."""
-    from tf2ir.ir.prototype import get_prototype, has_prototype
-    if node.domain in STANDARD_DOMAINS or not has_prototype(node.op_type):
-        return None
-    prototype = get_prototype(node.op_type)
-    return None if prototype.kernel_fn is None else (prototype.kernel_fn, prototype.plugin)
+    """The reference kernel of the IR op a custom-domain node stands for, if the default
+    prototype table declares one (a session for a pipeline's model: `table_kernels`)."""
+    from tf2ir.ir.prototype import default_prototypes
+    return table_kernels(default_prototypes())(node)
 
 
 class InferenceSession:

@@ -23,7 +23,7 @@ import numpy as np
 
 from tf2ir.ir.errors import NODE_FAILURES, ConversionError
 from tf2ir.ir.graph import Graph, Node, Value
-from tf2ir.ir.prototype import OpPrototype, get_prototype, has_prototype
+from tf2ir.ir.prototype import OpPrototype, prototypes_of
 from tf2ir.ir.tensor import TensorDesc, numpy_dtype
 
 
@@ -76,7 +76,7 @@ def _result_bytes(node: Node) -> Optional[List[int]]:
     sizes = [_output_bytes(v.desc) for v in node.outputs]
     if all(size is not None for size in sizes):
         return [s for s in sizes if s is not None]
-    proto = get_prototype(node.op_type)
+    proto = prototypes_of(node.graph).get(node.op_type)
     if proto.infer_fn is None:
         return None
     with proto.calling("shape inference", node):   # sys.exit() in it names the plugin
@@ -92,7 +92,7 @@ def _result_bytes(node: Node) -> Optional[List[int]]:
 
 def _fold_node(graph: Graph, node: Node) -> Optional[List[Value]]:
     """The constants that replace `node` (their uses moved onto them), or None."""
-    proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
+    proto = prototypes_of(graph).find(node.op_type)
     fold = proto.fold_fn if proto is not None else None
     if proto is None or fold is None or node.op_type == "Const" or node.subgraphs \
             or not node.inputs:

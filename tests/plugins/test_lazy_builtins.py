@@ -11,7 +11,6 @@ import pytest
 from tensorboard.compat.proto import graph_pb2, tensor_shape_pb2
 
 from tf2ir.ir import ConversionError
-from tf2ir.ir.prototype import REGISTRY
 from tf2ir.parser.graph_view import TfGraph
 from tf2ir.parser.scope_fusion import apply_scope_fusion
 from tf2ir.plugins import builtin_index as index_module
@@ -24,13 +23,6 @@ from tf2ir.plugins.manager import PLUGIN_PATH_ENV, PluginManager
 @pytest.fixture(autouse=True)
 def no_plugin_path(monkeypatch):
     monkeypatch.delenv(PLUGIN_PATH_ENV, raising=False)
-
-
-@pytest.fixture(autouse=True)
-def restore_registry():
-    saved = list(REGISTRY.all().values())
-    yield
-    REGISTRY.install(saved)
 
 
 def eager_manager(monkeypatch, **kwargs) -> PluginManager:
@@ -96,7 +88,7 @@ def test_a_conversion_imports_only_the_claimants_of_its_op_types():
     assert imported(manager, "conv") and not imported(manager, "rnn")
     assert manager.lookup("NoSuchTfOp") is None
     assert manager.resolve_prototype("NoSuchIrOp") is None
-    assert REGISTRY.get("Conv2D").plugin == "builtin_conv"   # the registry asks the manager
+    assert manager.prototype_table.get("Conv2D").plugin == "builtin_conv"   # it asks the manager
     assert isinstance(next(p for p in manager.fusion_plan() if p.name == "gelu"),
                       DeferredFusionPass)
 
@@ -131,7 +123,7 @@ def test_a_third_party_prototype_override_is_in_force_without_importing_everythi
             return [op_prototype("Relu6").input("x").output("y").with_priority(5)]
     """)
     manager = PluginManager(plugin_dirs=[path], use_env=False, entry_points=False)
-    assert REGISTRY.get("Relu6").plugin == path
+    assert manager.prototype_table.get("Relu6").plugin == path
     assert not imported(manager, "rnn")
     assert [str(o) for o in manager.prototype_overrides] == [
         f"prototype Relu6: {path} (priority 5) overrides builtin_nn (priority 0)"]
