@@ -13,7 +13,7 @@ from tensorboard.compat.proto import graph_pb2
 
 from tests.conftest import run_cli, run_onnx
 from tf2ir.ir import ConversionError
-from tf2ir.ir.prototype import REGISTRY
+from tf2ir.ir.prototype import default_prototypes
 from tf2ir.plugins import PluginManager
 
 
@@ -61,13 +61,6 @@ def sin_cos_graph(path):
     return path
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    saved = list(REGISTRY.all().values())
-    yield
-    REGISTRY.install(saved)
-
-
 def test_two_plugin_files_of_one_basename_keep_their_own_ops(tmp_path):
     a = write_plugin(tmp_path / "a", "Sin", "PluginSin", "Sin")
     b = write_plugin(tmp_path / "b", "Cos", "PluginCos", "Cos")
@@ -108,4 +101,5 @@ def test_builtin_families_declare_their_prototypes_through_the_hook():
     families = {proto.plugin for proto in manager.prototypes.values()}
     assert families and all(name.startswith("builtin_") for name in families)
     assert manager.prototypes["Conv2D"].plugin == "builtin_conv"
-    assert REGISTRY.get("Conv2D") is manager.prototypes["Conv2D"]
+    assert manager.prototype_table.get("Conv2D") is manager.prototypes["Conv2D"]
+    assert default_prototypes().get("Conv2D") is not manager.prototypes["Conv2D"]   # its own
