@@ -378,14 +378,15 @@ def test_folding_never_computes_a_result_beyond_the_bound(op_type, arrays, monke
 def test_onnx_folding_checks_a_broadcast_before_computing_it(monkeypatch):
     from tf2ir.ir.onnx.graph import OnnxGraph
     calls = []
-    monkeypatch.setattr(onnx_fold, "evaluate", lambda node, arrays: calls.append(1))
+    for route in ("evaluate", "_by_numpy"):       # onnx.reference, and numpy's special case
+        monkeypatch.setattr(onnx_fold, route, lambda node, arrays: calls.append(1))
     g = OnnxGraph(str, outputs=["z"], initializers={
         "a": np.ones((100_000, 1), np.float32), "b": np.ones((1, 100_000), np.float32)})
     g.add_node("Add", ["a", "b"], ["y"], name="add")
     g.add_node("Relu", ["y"], ["z"], name="relu")
     assert onnx_fold.fold_lowered_constants(g) == 0 and calls == []
     g.initializers["b"] = np.ones((1, 1), np.float32)       # a small one is computed
-    assert onnx_fold.fold_lowered_constants(g) == 0 and calls == [1]
+    assert onnx_fold.fold_lowered_constants(g) == 0 and calls
 
 
 # -- item 6: linear folding and pruning ------------------------------------------------------

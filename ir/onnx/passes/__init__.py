@@ -68,7 +68,7 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold", "reshape", "einsum"), legacy=False),
     _onnx("identity", remove_identities,
           "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",),
-          repeat=True),
+          repeat=True, legacy=False),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),
@@ -100,12 +100,12 @@ ONNX_PASSES: List[PassRecord] = [
           after=("affine", "identity", "scale", "attention_form"), default=False),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
-          after=("affine", "scale"), repeat=True),
+          after=("affine", "scale"), repeat=True, legacy=False),
     _onnx("bfloat16", compute_bfloat16_in_float32,
           "bfloat16 ops onnxruntime's CPU backend has no kernel for computed in float32 "
           "between Casts (off: for a runtime with those kernels)",
           after=_REWRITES, before=("dce",)),
-    _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES),
+    _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES, legacy=False),
     _onnx("static_shape", fold_static_shapes,
           "Shape/Size of statically known shapes and integer reductions of constants made "
           "constant, and what they feed folded (exporters' shape arithmetic)",

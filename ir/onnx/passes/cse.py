@@ -4,13 +4,14 @@ Equal small initializers are merged first, so equal constants count as equal inp
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Dict, List, Tuple
+from typing import Any, Dict, Set, Tuple
 
 import numpy as np
 import onnx
+from onnx import helper
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
+from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 MERGE_CONST_ELEMENTS = 4096
 # Ops whose result is not a function of their inputs and attributes.
@@ -18,60 +19,56 @@ _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Rando
                      "Multinomial", "Bernoulli", "Dropout"}
 
 
-def _merge_initializers(g: LoweredGraph) -> Dict[str, str]:
+def _merge_initializers(g: OnnxGraph, pinned: Set[str]) -> None:
+    """Make the readers of each small initializer equal to an earlier one read that one."""
     seen: Dict[Tuple, str] = {}
-    alias: Dict[str, str] = {}
-    for name, array in g.initializers.items():
-        if array.size > MERGE_CONST_ELEMENTS or array.dtype == np.object_ or name in g.pinned:
+    for name, array in list(g.initializers.items()):
+        if array.size > MERGE_CONST_ELEMENTS or array.dtype == np.object_ or name in pinned:
             continue
         key = (array.dtype.str, array.shape, array.tobytes())
         if key in seen:
-            alias[name] = seen[key]
+            g.replace_uses(name, seen[key])
         else:
             seen[key] = name
-    return alias
 
 
-def _attribute_key(node: onnx.NodeProto) -> Tuple[bytes, ...]:
-    return tuple(a.SerializeToString(deterministic=True)
-                 for a in sorted(node.attribute, key=lambda a: a.name))
+def _attribute_key(node: OnnxNode) -> Tuple[bytes, ...]:
+    """The node's attributes as bytes (Python values and AttributeProtos alike)."""
+    return tuple(_attribute_bytes(name, value) for name, value in sorted(node.attrs.items()))
 
 
-def eliminate_common_subexpressions(g: LoweredGraph) -> int:
+def _attribute_bytes(name: str, value: Any) -> bytes:
+    if not isinstance(value, onnx.AttributeProto):
+        value = helper.make_attribute(name, value)
+    return value.SerializeToString(deterministic=True)
+
+
+@accepts_lowered
+def eliminate_common_subexpressions(g: OnnxGraph) -> int:
     """Merge duplicate nodes; return how many were removed."""
-    alias = _merge_initializers(g)
-    key_of: Dict[Tuple, List[Tuple[onnx.NodeProto, List[str]]]] = {}
-    removed = []
-    pinned = g.pinned
-    # A node whose (op, first input) no other node has cannot repeat one: skipped, unless
-    # merges renamed inputs (then every node is looked at).
-    firsts = Counter((n.op_type, n.input[0] if len(n.input) else "") for n in g.nodes)
-    for node in g.nodes:
-        if not alias and firsts[(node.op_type, node.input[0] if len(node.input) else "")] < 2:
-            continue
-        inputs = tuple(node.input)
-        if any(name in alias for name in inputs):
-            inputs = tuple(alias.get(name, name) for name in inputs)
-            node.input[:] = inputs
-        outputs = tuple(node.output)
+    pinned = g.pinned           # no rewrite here changes what is pinned
+    _merge_initializers(g, pinned)
+    first: Dict[Tuple, OnnxNode] = {}       # the first node of each (op, inputs) key
+    by_attrs: Dict[Tuple, OnnxNode] = {}    # (key, attribute bytes) -> node, once a key repeats
+    removed = 0
+    for node in g:
+        outputs = node.output
         if node.op_type in _NONDETERMINISTIC or not pinned.isdisjoint(outputs) \
-                or g.has_subgraphs(node):
+                or node.subgraphs:
+            continue
+        key = (node.domain, node.op_type, node.input,
+               tuple(o == "" for o in outputs) if "" in outputs else len(outputs))
+        earlier = first.setdefault(key, node)
+        if earlier is node:
             continue
         # Attributes are serialized only for nodes that share op and inputs with another.
-        key = (node.domain, node.op_type, inputs,
-               tuple(o == "" for o in outputs) if "" in outputs else len(outputs))
-        candidates = key_of.setdefault(key, [])
-        earlier = None
-        if candidates:
-            attrs = _attribute_key(node)
-            earlier = next((outs for other, outs in candidates if _attribute_key(other) == attrs),
-                           None)
-        if earlier is None:
-            candidates.append((node, list(node.output)))
+        by_attrs.setdefault((key, _attribute_key(earlier)), earlier)
+        earlier = by_attrs.setdefault((key, _attribute_key(node)), node)
+        if earlier is node:
             continue
-        for out, same in zip(outputs, earlier):
+        for out, same in zip(outputs, earlier.output):
             if out:
-                alias[out] = same
-        removed.append(id(node))
-    g.keep_only(removed)
-    return len(removed)
+                g.replace_uses(out, same)
+        g.remove(node)
+        removed += 1
+    return removed

@@ -19,7 +19,7 @@ at the first node only it can fold, and a conversion with nothing to fold never 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -53,11 +53,13 @@ _BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", 
                  "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Where", "PRelu"}
 
 
-# Special case, measured (issue 22): batch norm's Sqrt of its variance and the Unsqueeze of a
-# constant are what every CNN of the zoo leaves to this pass (ResNet50: 53 Sqrt; EfficientNetB0:
-# 50 Sqrt, 48 Unsqueeze); computed with numpy (exactly ONNX's Sqrt and Unsqueeze), so that these
-# conversions do not import onnx.reference (about 0.3 s, a quarter of ResNet50's conversion).
-def _unsqueeze(node: OnnxNode, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
+# Special case, measured (issue 22): importing onnx.reference (with its op table) takes 0.45-0.5 s
+# here, half a ResNet50 conversion's floor, and nearly every CNN leaves this pass batch norm's
+# arithmetic on its statistics (Sqrt, Reciprocal, Mul, Sub, Add of eps; ResNet50: 53 Sqrt) and
+# the Unsqueeze of a constant (EfficientNetB0: 48). For floats of one dtype numpy computes
+# exactly what ONNX does for these, so they are folded with numpy and such conversions never
+# import onnx.reference; integers (ONNX's Div truncates) and everything else go to it.
+def _unsqueeze(x: np.ndarray, axes: np.ndarray) -> np.ndarray:
     rank = x.ndim + axes.size
     out = x
     for axis in sorted(int(a) % rank for a in axes.ravel()):
@@ -65,8 +67,29 @@ def _unsqueeze(node: OnnxNode, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
     return out
 
 
-_NUMPY: Dict[str, Callable[..., np.ndarray]] = {
-    "Sqrt": lambda node, x: np.sqrt(x), "Unsqueeze": _unsqueeze}
+_FLOAT_OPS: Dict[str, Callable[..., np.ndarray]] = {
+    "Sqrt": np.sqrt, "Reciprocal": np.reciprocal, "Neg": np.negative, "Add": np.add,
+    "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+
+
+def _by_numpy(node: OnnxNode, arrays: Sequence[Optional[np.ndarray]]) -> Optional[np.ndarray]:
+    """The special case's result, or None where the node is not one of it."""
+    if len(node.output) != 1 or any(a is None for a in arrays):
+        return None
+    x = arrays[0]
+    if node.op_type == "Unsqueeze" and len(arrays) == 2 and x.dtype.kind not in "OSU" \
+            and arrays[1].dtype == np.int64:
+        return _unsqueeze(x, arrays[1])
+    fn = _FLOAT_OPS.get(node.op_type)
+    if fn is None or not _is_float(x.dtype) or any(a.dtype != x.dtype for a in arrays) \
+            or len(arrays) != (1 if node.op_type in ("Sqrt", "Reciprocal", "Neg") else 2):
+        return None
+    result = np.asarray(fn(*arrays))
+    return result if result.dtype == x.dtype else None
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype.name == "bfloat16"
 
 
 @accepts_lowered
@@ -74,8 +97,9 @@ def fold_lowered_constants(g: OnnxGraph) -> int:
     """Replace foldable nodes by initializers of their output names, in graph order (so that
     chains fold through); return how many nodes were folded."""
     folded = 0
+    pinned = g.pinned           # folding never changes what is pinned
     for node in g:
-        arrays = _constant_inputs(g, node)
+        arrays = _constant_inputs(g, node, pinned)
         if arrays is None:
             continue
         results = _fold(node, arrays)
@@ -92,7 +116,8 @@ def fold_lowered_constants(g: OnnxGraph) -> int:
     return folded
 
 
-def _constant_inputs(g: OnnxGraph, node: OnnxNode) -> Optional[List[Optional[np.ndarray]]]:
+def _constant_inputs(g: OnnxGraph, node: OnnxNode,
+                     pinned: Set[str]) -> Optional[List[Optional[np.ndarray]]]:
     """The input arrays of a fold candidate (None for an absent optional input), or None."""
     if not node.standard or node.op_type in _REFUSED or not node.input or node.subgraphs:
         return None
@@ -102,7 +127,7 @@ def _constant_inputs(g: OnnxGraph, node: OnnxNode) -> Optional[List[Optional[np.
             return None
         arrays.append(g.initializers[name] if name else None)
     if all(a is None for a in arrays) or not any(node.output) \
-            or any(name and g.is_pinned(name) for name in node.output):
+            or not pinned.isdisjoint(node.output):
         return None
     return arrays
 
@@ -110,17 +135,15 @@ def _constant_inputs(g: OnnxGraph, node: OnnxNode) -> Optional[List[Optional[np.
 def _fold(node: OnnxNode, arrays: Sequence[Optional[np.ndarray]]) -> Optional[List[np.ndarray]]:
     """The node's results, within the size rule and of the dtypes ONNX declares, or None."""
     given = [a for a in arrays if a is not None]
-    numpy_fn = _NUMPY.get(node.op_type)
-    if numpy_fn is not None and len(given) == len(arrays) and len(node.output) == 1 \
-            and given[0].dtype.kind not in "OSU":
-        try:
-            with np.errstate(all="ignore"):
-                result = np.asarray(numpy_fn(node, *given))
-        except (ValueError, TypeError, IndexError):
-            return None
-        return [result] if result.dtype == given[0].dtype and _small(result, inputs=given) else None
     if not fits(_result_bytes(node, arrays), given):
         return None
+    try:
+        with np.errstate(all="ignore"):
+            result = _by_numpy(node, arrays)
+    except (ValueError, TypeError, IndexError):
+        return None
+    if result is not None:
+        return [result] if _small(result, inputs=given) else None
     results = evaluate(node, arrays)
     if results is None or not _small(*results, inputs=given) \
             or any(r.dtype.kind in "OSU" for r in results):

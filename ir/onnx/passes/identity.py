@@ -6,27 +6,27 @@ hold it) are removed, their consumers reading the input instead."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
-import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, replace_uses
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
+from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 _NEUTRAL = {"Add": (0, (0, 1)), "Sub": (0, (0,)), "Mul": (1, (0, 1)), "Div": (1, (0,)),
             "Or": (False, (0, 1)), "And": (True, (0, 1)), "Xor": (False, (0, 1))}
-_CANDIDATES = {"Identity", "Transpose", "Pad", *_NEUTRAL}
+_CANDIDATES = ("Identity", "Transpose", "Pad", *_NEUTRAL)
 
 
-def _aliased_input(g: LoweredGraph, node: onnx.NodeProto) -> Optional[str]:
+def _aliased_input(g: OnnxGraph, node: OnnxNode) -> Optional[str]:
     """The input that `node` passes through unchanged, or None."""
-    if node.domain not in ("", "ai.onnx") or len(node.output) != 1 or not node.input:
+    if not node.standard or len(node.output) != 1 or not node.input:
         return None
     op = node.op_type
     if op == "Identity":
         return node.input[0]
     if op == "Transpose":
-        perm = attr_value(node, "perm")
+        perm = node.attr("perm")
         return node.input[0] if perm is not None and list(perm) == sorted(perm) else None
     if op == "Pad" and len(node.input) >= 2:
         pads = g.const(node.input[1])
@@ -53,35 +53,29 @@ def _covers(shape, const_shape) -> bool:
     return all(c == 1 or d == c for d, c in zip(tail, const_shape))
 
 
-def remove_identities(g: LoweredGraph, only: Optional[Sequence[str]] = None) -> int:
+@accepts_lowered
+def remove_identities(g: OnnxGraph, only: Optional[Sequence[str]] = None) -> int:
     """Remove pass-through nodes (of the op types `only`, if given); return how many."""
-    # built at the first hit: most graphs have none
-    producers: Optional[Dict[str, onnx.NodeProto]] = None
-    users: Optional[Dict[str, List[onnx.NodeProto]]] = None
-    graph_inputs = set(g.inputs)
-    removed = []
-    for node in g.nodes:
-        if node.op_type not in (only or _CANDIDATES):
+    removed = 0
+    pinned = g.pinned           # no rewrite here changes what is pinned
+    for node in g.of_type(*(only or _CANDIDATES)):
+        if node.graph is not g:
             continue
         x = _aliased_input(g, node)
-        if x is None:
+        if x is None or not x:
             continue
-        if producers is None or users is None:
-            producers, users = g.producers(), g.consumers()
         y = node.output[0]
-        if y not in g.pinned:
-            replace_uses(users.get(y, ()), y, x)
-            users.setdefault(x, []).extend(users.pop(y, []))
+        if y not in pinned:
+            g.replace_uses(y, x)
+            g.remove(node)
         else:
-            # y must keep its name (a graph output): the producer of x writes y instead.
-            source = producers.get(x)
-            if source is None or x in g.pinned or x in graph_inputs:
+            # y must keep its name (a graph output): the producer of x writes y instead,
+            # and x's other readers read y.
+            source = g.producer(x)
+            if source is None or x in pinned or x in g.inputs:
                 continue
-            source.output[list(source.output).index(x)] = y
-            producers[y] = source
-            replace_uses(users.get(x, ()), x, y)
-            users.setdefault(y, []).extend(n for n in users.pop(x, []) if n is not node)
-        users[x] = [n for n in users.get(x, []) if n is not node]
-        removed.append(id(node))
-    g.keep_only(removed)
-    return len(removed)
+            g.remove(node, keep_uses=True)
+            g.rename_output(source, source.output.index(x), y)
+            g.replace_uses(x, y)
+        removed += 1
+    return removed
