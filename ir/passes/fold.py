@@ -22,12 +22,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from tf2ir.ir.errors import NODE_FAILURES, ConversionError
+from tf2ir.ir.fold_limits import FOLD_LIMIT_BYTES, fold_limit  # the rule both folders share
 from tf2ir.ir.graph import Graph, Node, Value
 from tf2ir.ir.prototype import OpPrototype, prototypes_of
 from tf2ir.ir.tensor import TensorDesc, numpy_dtype
 
 
-FOLD_LIMIT_BYTES = 1 << 20
 # What a built-in fold function may raise for inputs it cannot fold (the node stays).
 FOLD_FAILURES = NODE_FAILURES + (MemoryError,)
 
@@ -104,7 +104,7 @@ def _fold_node(graph: Graph, node: Node) -> Optional[List[Value]]:
     # Size bound, before anything is computed: a result bigger than FOLD_LIMIT_BYTES and
     # than the inputs together stays a node (folding Fill/Tile/broadcasts would blow up the
     # model file, and computing them could exhaust memory).
-    limit = max(FOLD_LIMIT_BYTES, sum(np.asarray(a).nbytes for a in inputs))
+    limit = fold_limit(inputs)
     sizes = _result_bytes(node)
     if sizes is None or sum(sizes) > limit:
         return None
