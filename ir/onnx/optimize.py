@@ -22,9 +22,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.onnx.graph import OnnxGraph, graph_reads
 from tf2ir.ir.onnx.opset import OPSET
 from tf2ir.ir.onnx.passes import ONNX_PASSES
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.passes.manager import PassManager, Switches
 
@@ -264,6 +264,7 @@ def optimize_model(model: onnx.ModelProto, passes: Switches = None,
         else:
             nodes.append(node)
     sparse = [s.values.name for s in graph.sparse_initializer]
+    _check_order(nodes, set(input_names) | set(initializers) | set(sparse), name)
     counts: Dict[str, int] = {}
     for _ in range(_ROUNDS):   # what the passes make constant lets inference know more
         ranks, dtypes, shapes = _describe(_inferred(model, nodes, initializers))
@@ -275,7 +276,7 @@ def optimize_model(model: onnx.ModelProto, passes: Switches = None,
             raise exc.located(model=name)
         for key, count in done.items():
             counts[key] = counts.get(key, 0) + count
-        before, nodes, initializers = len(nodes), _protos(lowered), lowered.initializers
+        before, nodes, initializers = len(nodes), lowered.to_protos(), lowered.initializers
         if len(nodes) == before:
             break
     out = _rebuild(model, nodes, lowered, kept_tensors, names)
@@ -283,38 +284,56 @@ def optimize_model(model: onnx.ModelProto, passes: Switches = None,
     return out, [(n, a) for n, a in lowered.initializers.items() if n in used], counts
 
 
-def _pass_graph(nodes, initializers, inputs, outputs, fresh, ranks, dtypes, shapes):
-    """The graph the ONNX passes work on: ir/onnx/graph.py's OnnxGraph where it exists,
-    else (before issue 22's rewrite) a LoweredGraph."""
-    try:
-        from tf2ir.ir.onnx.graph import OnnxGraph
-    except ImportError:
-        return LoweredGraph(nodes, initializers, inputs, outputs, fresh, ranks, dtypes, shapes)
+def _check_order(nodes: Sequence[onnx.NodeProto], known: Set[str], name: str) -> None:
+    """Refuse a graph the pass graph cannot hold: a node reading a name no earlier node,
+    initializer or graph input holds (ONNX lists nodes in topological order), or a name
+    produced twice."""
+    known = set(known)
+    later = {x for node in nodes for x in node.output}
+    for node in nodes:
+        where = {"model": name, "node": node.name or None, "op_type": node.op_type}
+        reads = list(node.input)
+        for attr in node.attribute:        # outer names its subgraphs read
+            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                reads.extend(x for x in graph_reads(sub) if x in later)
+        for x in reads:
+            if x and x not in known:
+                raise ConversionError(f"not a valid ONNX graph: the node reads {x!r}, which no "
+                                      "earlier node, initializer or graph input holds (nodes "
+                                      "must be in topological order)", **where)
+        for x in node.output:
+            if x in known:
+                raise ConversionError(f"not a valid ONNX graph: the node writes {x!r}, which "
+                                      "another node, initializer or graph input holds", **where)
+            if x:
+                known.add(x)
+
+
+def _pass_graph(nodes, initializers, inputs, outputs, fresh, ranks, dtypes,
+                shapes) -> OnnxGraph:
+    """The graph the ONNX passes work on (the one a conversion lowers into)."""
     return OnnxGraph.from_protos(nodes, fresh, inputs=inputs, outputs=outputs,
                                  initializers=initializers, ranks=ranks, dtypes=dtypes,
                                  shapes=shapes)
 
 
-def _protos(lowered) -> List[onnx.NodeProto]:
-    return lowered.to_protos() if hasattr(lowered, "to_protos") else list(lowered.nodes)
-
-
-def _used(protos: Sequence[onnx.NodeProto], lowered) -> Set[str]:
+def _used(protos: Sequence[onnx.NodeProto], lowered: OnnxGraph) -> Set[str]:
     used = _read_names(protos)
     used.update(lowered.outputs)
     return used
 
 
-def _rebuild(model: onnx.ModelProto, nodes: List[onnx.NodeProto], lowered,
+def _rebuild(model: onnx.ModelProto, nodes: List[onnx.NodeProto], lowered: OnnxGraph,
              kept_tensors: List[onnx.TensorProto], names: _Names) -> onnx.ModelProto:
     graph = model.graph
+    produced = {o for n in nodes for o in n.output}
     # A graph output the passes turned into a constant is written by a Constant node.
     for out in lowered.outputs:
-        if out in lowered.initializers and not any(out in n.output for n in nodes):
+        if out in lowered.initializers and out not in produced:
             array = lowered.initializers.pop(out)
             nodes.append(helper.make_node("Constant", [], [out], name=names("Constant_output"),
                                           value=numpy_helper.from_array(array, out)))
-    produced = {o for n in nodes for o in n.output}
+            produced.add(out)
     value_info = [v for v in graph.value_info if v.name in produced]
     out_graph = helper.make_graph(nodes, graph.name, list(graph.input), list(graph.output),
                                   initializer=kept_tensors, doc_string=graph.doc_string or None,

@@ -30,7 +30,7 @@ def _model() -> onnx.ModelProto:
 def _optimized(tmp_path, passes):
     src, out = str(tmp_path / "in.onnx"), str(tmp_path / f"out{len(passes)}.onnx")
     onnx.save(_model(), src)
-    model, initializers, _ = optimize_model(_model(), passes=passes)
+    model, initializers, _ = optimize_model(_model(), passes=passes, check_passes=True)
     write_model(model, initializers, out)
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     (want,), (got,) = run_onnx(src, {"x": x}), run_onnx(out, {"x": x})

@@ -32,7 +32,7 @@ def _model() -> onnx.ModelProto:
 def _optimized(tmp_path, passes):
     src, out = str(tmp_path / "in.onnx"), str(tmp_path / f"out{len(passes)}.onnx")
     onnx.save(_model(), src)
-    model, initializers, _ = optimize_model(_model(), passes=passes)
+    model, initializers, _ = optimize_model(_model(), passes=passes, check_passes=True)
     write_model(model, initializers, out)
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     (want,), (got,) = run_onnx(src, {"x": x}), run_onnx(out, {"x": x})
@@ -44,3 +44,21 @@ def test_shape_arithmetic_folds(tmp_path):
     assert _optimized(tmp_path, ["off:all", "on:static_shape"]) == ["Reshape"]
     # without the pass, folding alone cannot start: Shape's input is not a constant
     assert "Shape" in _optimized(tmp_path, ["off:all", "on:fold"])
+
+
+def test_a_shape_written_out_stays_and_its_twin_folds():
+    # on the pass graph itself (checked after the pass): a Shape that is a graph output keeps
+    # its node; the Shape a Reshape target is computed from becomes an initializer, folded on
+    from tests.ir.onnx.test_pass_common import check_pass, node, op_types
+    from tf2ir.ir.onnx.passes.shapes import fold_static_shapes
+    f32 = np.float32
+    nodes = [node("Shape", ["x"], ["s"]), node("Shape", ["x"], ["s2"]),
+             node("Gather", ["s2", "i0"], ["d0"], axis=0),
+             node("Concat", ["d0", "twelve"], ["target"], axis=0),
+             node("Reshape", ["x", "target"], ["y"])]
+    inits = {"i0": np.array([0], np.int64), "twelve": np.array([12], np.int64)}
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(f32)
+    g, count = check_pass(fold_static_shapes, nodes, inits, {"x": (f32, [2, 3, 4])},
+                          {"s": (np.int64, [3]), "y": (f32, [2, 12])}, {"x": x})
+    assert count == 3 and op_types(g) == ["Shape", "Reshape"]     # Shape, Gather, Concat
+    assert g.const(g.nodes[1].input[1]).tolist() == [2, 12] and g.nodes[0].output == ("s",)

@@ -162,3 +162,32 @@ def test_invalid_result_is_not_written(tmp_path, monkeypatch):
     monkeypatch.setattr(optimize, "_rebuild", broken)
     assert main(["optimize", src, "-o", out, "-q"]) == 1
     assert sorted(os.listdir(tmp_path)) == ["in.onnx"]
+
+
+@pytest.mark.parametrize("case", ["unsorted", "twice", "subgraph"])
+def test_a_graph_out_of_topological_order_is_one_error_line(tmp_path, capsys, case):
+    """Nodes out of order (onnx.checker refuses them; the pass graph cannot hold them) or a
+    name written twice: exit 1, one line naming the node, no file (was an internal error)."""
+    src, out = str(tmp_path / "in.onnx"), str(tmp_path / "out.onnx")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    branch = helper.make_graph([helper.make_node("Neg", ["a"], ["b"])], "then", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    nodes = {"unsorted": [helper.make_node("Relu", ["a"], ["y"], name="late"),
+                          helper.make_node("Neg", ["x"], ["a"])],
+             "twice": [helper.make_node("Neg", ["x"], ["y"]),
+                       helper.make_node("Relu", ["x"], ["y"], name="late")],
+             "subgraph": [helper.make_node("ReduceMin", ["x"], ["m"], keepdims=0),
+                          helper.make_node("Cast", ["m"], ["c"], to=TensorProto.BOOL),
+                          helper.make_node("If", ["c"], ["y"], name="late",
+                                           then_branch=branch, else_branch=branch),
+                          helper.make_node("Neg", ["x"], ["a"])]}[case]
+    graph = helper.make_graph(nodes, "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.save(model, src)
+    assert main(["optimize", src, "-o", out]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tf2ir: error: "), err
+    assert "node 'late'" in err[0] and "not a valid ONNX graph" in err[0], err
+    assert not os.path.exists(out)

@@ -59,7 +59,7 @@ ONNX_PASSES: List[PassRecord] = [
           "by onnx's reference evaluator)", legacy=False),
     _onnx("reshape", simplify_reshapes,
           "run-time Reshape targets made constant; Reshape+unit-dim Transpose merged",
-          after=("fold",)),
+          after=("fold",), legacy=False),
     _onnx("einsum", einsums_to_matmuls,
           "two-operand Einsums that are batched matrix products as Transpose/MatMul",
           after=("fold",)),
@@ -73,13 +73,13 @@ ONNX_PASSES: List[PassRecord] = [
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),
     _onnx("pad", fold_pads_into_convs, "zero Pads of spatial dims folded into Conv pads",
-          after=("fold", "layout", "identity")),
+          after=("fold", "layout", "identity"), legacy=False),
     _onnx("concat", flatten_concats,
           "a Concat read only by a Concat of the same axis spliced into it",
           after=("fold", "layout", "identity"), legacy=False),
     _onnx("pool_pad", fold_pads_into_pools,
           "zero Pads of non-negative tensors (after Relu) folded into MaxPool pads",
-          after=("fold", "layout", "identity", "pad")),
+          after=("fold", "layout", "identity", "pad"), legacy=False),
     _onnx("global_pool", reduce_means_to_global_pools,
           "ReduceMean/ReduceMax over every spatial axis as GlobalAveragePool/GlobalMaxPool",
           after=("fold", "layout", "identity")),
@@ -109,11 +109,11 @@ ONNX_PASSES: List[PassRecord] = [
     _onnx("static_shape", fold_static_shapes,
           "Shape/Size of statically known shapes and integer reductions of constants made "
           "constant, and what they feed folded (exporters' shape arithmetic)",
-          before=("fold", "reshape")),
+          before=("fold", "reshape"), legacy=False),
     _onnx("reshape_chain", merge_reshape_chains,
           "Reshape/Squeeze/Unsqueeze/Flatten of one of them, of a statically known result "
           "shape, as one Reshape", after=("fold", "reshape", "static_shape"),
-          before=("layout", "dce")),
+          before=("layout", "dce"), legacy=False),
 ]
 
 

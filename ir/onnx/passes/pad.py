@@ -1,6 +1,10 @@
 """Pad folding on the lowered ONNX graph: a zero constant Pad of the spatial dims only, read
 by Convs alone, becomes those Convs' `pads` (Keras' ZeroPadding2D before a strided Conv).
-A separate Pad node also keeps onnxruntime from running the Convs in its NCHWc layout."""
+A separate Pad node also keeps onnxruntime from running the Convs in its NCHWc layout.
+
+Every change goes through the graph's verbs: a Pad -> Transpose pair is swapped by morphing
+the two nodes in place (the Pad's node becomes the Transpose, the Transpose's node the Pad,
+so the order stays right), and a folded Pad goes once its readers read its input."""
 
 from __future__ import annotations
 
@@ -8,14 +12,16 @@ from typing import List, Optional
 
 import numpy as np
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value, set_attr
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
+
+_PADDING_MODES = (b"constant", "constant")
+_AUTO_PADS = (b"NOTSET", b"VALID", "NOTSET", "VALID")
 
 
-def _spatial_pads(g: LoweredGraph, pad) -> Optional[List[int]]:
+def _spatial_pads(g: OnnxGraph, pad: OnnxNode) -> Optional[List[int]]:
     """The Pad's pads of the dims after N and C (begins then ends), or None if it is not a
     zero constant pad of those dims only."""
-    mode = attr_value(pad, "mode", b"constant")
-    if mode not in (b"constant", "constant") or len(pad.input) < 2 \
+    if pad.attr("mode", b"constant") not in _PADDING_MODES or len(pad.input) < 2 \
             or (len(pad.input) > 3 and pad.input[3]):
         return None
     pads = g.const(pad.input[1])
@@ -29,38 +35,35 @@ def _spatial_pads(g: LoweredGraph, pad) -> Optional[List[int]]:
     return begins[2:] + ends[2:]
 
 
-def _swap_with_transpose(g: LoweredGraph, pad, users) -> None:
+def _swap_with_transpose(g: OnnxGraph, pad: OnnxNode) -> OnnxNode:
     """Pad -> Transpose (the Pad's only reader) becomes Transpose -> Pad with permuted pads,
-    so a Pad of an NHWC graph input ends up next to the Conv after the Transpose."""
-    y = pad.output[0]
-    readers = users.get(y, [])
-    if len(readers) != 1 or readers[0].op_type != "Transpose" or y in g.pinned \
-            or (len(pad.input) > 3 and pad.input[3]):
-        return
-    transpose = readers[0]
-    perm = attr_value(transpose, "perm")
+    so a Pad of an NHWC graph input ends up next to the Conv after the Transpose. Returns
+    the Pad node after the swap (the Transpose's node morphed), else `pad` itself."""
+    transpose = g.only_user(pad.output[0])
+    if transpose is None or transpose.op_type != "Transpose" or not transpose.standard \
+            or len(pad.input) < 2 or (len(pad.input) > 3 and pad.input[3]):
+        return pad
+    perm = transpose.attr("perm")
     pads = g.const(pad.input[1])
     if perm is None or pads is None or pads.size != 2 * len(perm):
-        return
+        return pad
     rank = len(perm)
     moved = np.array([pads[p] for p in perm] + [pads[rank + p] for p in perm], pads.dtype)
-    x, out = pad.input[0], transpose.output[0]
-    middle = g.fresh(f"{out}/unpadded")
-    transpose.input[0], transpose.output[0] = x, middle
-    pad.input[0], pad.output[0] = middle, out
-    pad.input[1] = g.add_initializer(moved, "pads_permuted")
+    x, rest, pad_attrs = pad.input[0], list(pad.input[2:]), dict(pad.attrs)
+    middle = g.fresh(f"{transpose.output[0]}/unpadded")
+    g.set_op(pad, "Transpose", [x], attrs={"perm": list(perm)})   # the Pad's node, first
+    g.rename_output(pad, 0, middle)
+    g.set_op(transpose, "Pad", [middle, g.add_initializer(moved, "pads_permuted"), *rest],
+             attrs=pad_attrs)
     g.ranks[middle] = rank
-    users[middle] = [pad]
+    return transpose
 
 
-_NON_NEGATIVE = {"Relu", "Sigmoid", "Softplus", "Abs", "Exp"}
-
-
-def _non_negative(g: LoweredGraph, producer) -> bool:
+def _non_negative(g: OnnxGraph, producer: Optional[OnnxNode]) -> bool:
     """Whether the output of `producer` is never negative (nor NaN from a non-NaN input)."""
-    if producer is None or producer.domain not in ("", "ai.onnx"):
+    if producer is None or not producer.standard:
         return False
-    if producer.op_type in _NON_NEGATIVE:
+    if producer.op_type in ("Relu", "Sigmoid", "Softplus", "Abs", "Exp"):
         return True
     if producer.op_type == "Clip" and len(producer.input) > 1 and producer.input[1]:
         low = g.const(producer.input[1])
@@ -68,77 +71,71 @@ def _non_negative(g: LoweredGraph, producer) -> bool:
     return False
 
 
-def _fold_into_max_pool(g: LoweredGraph, pad, pool, producer) -> bool:
+def _fold_into_max_pool(g: OnnxGraph, pad: OnnxNode, pool: OnnxNode) -> bool:
     """A zero Pad of a non-negative tensor read by one MaxPool alone becomes the MaxPool's
     pads: a MaxPool pads with -inf, which equals padding with 0 when every value is >= 0
     and every window holds at least one real value (each pad smaller than the window)."""
     extra = _spatial_pads(g, pad)
-    if extra is None or not _non_negative(g, producer) or pool.input[0] != pad.output[0] \
-            or attr_value(pool, "ceil_mode", 0) or len(pool.output) != 1 \
-            or attr_value(pool, "auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
+    if extra is None or not _non_negative(g, g.producer(pad.input[0])) \
+            or pool.input[0] != pad.output[0] or pool.attr("ceil_mode", 0) \
+            or len(pool.output) != 1 or pool.attr("auto_pad", b"NOTSET") not in _AUTO_PADS:
         return False
-    kernel = list(attr_value(pool, "kernel_shape", []))
-    dilations = list(attr_value(pool, "dilations", None) or [1] * len(kernel))
+    kernel = list(pool.attr("kernel_shape", []))
+    dilations = list(pool.attr("dilations", None) or [1] * len(kernel))
     spatial = len(extra) // 2
-    pads = list(attr_value(pool, "pads", None) or [0] * (2 * spatial))
+    pads = list(pool.attr("pads", None) or [0] * (2 * spatial))
     if len(kernel) != spatial or len(pads) != 2 * spatial:
         return False
     total = [a + b for a, b in zip(pads, extra)]
     window = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     if any(p >= window[i % spatial] for i, p in enumerate(total)) or any(d != 1 for d in dilations):
         return False
-    set_attr(pool, "pads", total)
-    set_attr(pool, "auto_pad", "NOTSET")
-    pool.input[0] = pad.input[0]
+    g.set_attr(pool, "pads", total)
+    g.set_attr(pool, "auto_pad", "NOTSET")
+    g.set_input(pool, 0, pad.input[0])
     return True
 
 
-def fold_pads_into_pools(g: LoweredGraph) -> int:
+def fold_pads_into_pools(g: OnnxGraph) -> int:
     """Fold zero Pads of non-negative tensors into the MaxPool reading them; return how many."""
-    pads_of = [n for n in g.nodes if n.op_type == "Pad" and n.domain in ("", "ai.onnx")]
-    if not pads_of:
-        return 0
-    users, producers = g.consumers(), g.producers()
-    dead = []
-    for pad in pads_of:
-        readers = users.get(pad.output[0], [])
-        if pad.output[0] in g.pinned or len(readers) != 1 or readers[0].op_type != "MaxPool" \
-                or readers[0].domain not in ("", "ai.onnx"):
+    folded = 0
+    for pad in g.of_type("Pad"):
+        pool = g.only_user(pad.output[0])
+        if pool is None or pool.op_type != "MaxPool" or not pool.standard:
             continue
-        if _fold_into_max_pool(g, pad, readers[0], producers.get(pad.input[0])):
-            dead.append(id(pad))
-    g.keep_only(dead)
-    return len(dead)
+        if _fold_into_max_pool(g, pad, pool):
+            g.remove(pad)
+            folded += 1
+    return folded
 
 
-def fold_pads_into_convs(g: LoweredGraph) -> int:
+def _conv_pads(conv: OnnxNode, y: str, spatial: int) -> Optional[List[int]]:
+    """The pads of a Conv that reads `y` as its data input alone, None if it cannot take more."""
+    if not conv.standard or conv.op_type != "Conv" or conv.input.count(y) != 1 \
+            or conv.input[0] != y or conv.attr("auto_pad", b"NOTSET") not in _AUTO_PADS:
+        return None
+    pads = list(conv.attr("pads", None) or [0] * (2 * spatial))
+    return pads if len(pads) == 2 * spatial else None
+
+
+def fold_pads_into_convs(g: OnnxGraph) -> int:
     """Fold such Pads into their Convs; return how many Pads went."""
-    pads_of = [n for n in g.nodes if n.op_type == "Pad" and n.domain in ("", "ai.onnx")]
-    if not pads_of:
-        return 0
-    users = g.consumers()
-    for pad in pads_of:
-        _swap_with_transpose(g, pad, users)
-    g.toposort()
-    dead = []
+    pads_of = [_swap_with_transpose(g, pad) for pad in g.of_type("Pad")]
+    folded = 0
     for pad in pads_of:
         y = pad.output[0]
-        readers = users.get(y, [])
         extra = _spatial_pads(g, pad)
-        if extra is None or y in g.pinned or not readers or any(
-                r.op_type != "Conv" or r.domain not in ("", "ai.onnx") or list(r.input).count(y) != 1
-                or r.input[0] != y or attr_value(r, "auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID")
-                for r in readers):
+        readers = g.users(y)
+        if extra is None or g.is_pinned(y) or not readers:
             continue
         spatial = len(extra) // 2
-        for conv in readers:
-            pads = list(attr_value(conv, "pads", None) or [0] * (2 * spatial))
-            if len(pads) != 2 * spatial:
-                break
-            set_attr(conv, "pads", [a + b for a, b in zip(pads, extra)])
-            set_attr(conv, "auto_pad", "NOTSET")
-            conv.input[0] = pad.input[0]
-        else:
-            dead.append(id(pad))
-    g.keep_only(dead)
-    return len(dead)
+        own = [_conv_pads(conv, y, spatial) for conv in readers]
+        if any(pads is None for pads in own):
+            continue
+        for conv, pads in zip(readers, own):
+            g.set_attr(conv, "pads", [a + b for a, b in zip(pads, extra)])
+            g.set_attr(conv, "auto_pad", "NOTSET")
+            g.set_input(conv, 0, pad.input[0])
+        g.remove(pad)
+        folded += 1
+    return folded

@@ -11,16 +11,19 @@ Keras 3's Dense on a rank-r input (r > 2) freezes as a tensordot: Reshape x to
 (prod(x.shape[:-1]), K) with that product computed at run time, MatMul (a Gemm after
 lowering) by W (K, N), Reshape back to x.shape[:-1] + (N,). ONNX MatMul broadcasts over
 leading dims, so the three become MatMul(x, W) (+ the Gemm's bias) and the shape
-arithmetic dies."""
+arithmetic dies.
+
+Every change goes through the graph's verbs: a constant target is set as the Reshape's input,
+a merged Transpose's output is taken over by the Reshape, and a tensordot's last Reshape is
+morphed into the MatMul (or the bias Add), so its output keeps its name and place."""
 
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
-import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 
 Dim = Union[int, Tuple[str, int], Tuple[str, tuple]]
 # a known int; (value name, axis): that dim; ("*", dims): the product of dims
@@ -29,9 +32,8 @@ Dim = Union[int, Tuple[str, int], Tuple[str, tuple]]
 class _ShapeValues:
     """Evaluates 1-D/0-D integer tensors computed from shapes, as lists of Dims."""
 
-    def __init__(self, g: LoweredGraph):
+    def __init__(self, g: OnnxGraph):
         self.g = g
-        self.producer = g.producers()
         self.memo: Dict[str, Optional[List[Dim]]] = {}
 
     def value(self, name: str) -> Optional[List[Dim]]:
@@ -50,19 +52,19 @@ class _ShapeValues:
         ints = self._ints(name)
         if ints is not None:
             return list(ints)
-        node = self.producer.get(name)
-        if node is None or node.domain not in ("", "ai.onnx"):
+        node = self.g.producer(name)
+        if node is None or not node.standard:
             return None
         op = node.op_type
         if op == "Shape":
             rank = self.g.rank(node.input[0])
             if rank is None:
                 return None
-            start, end = attr_value(node, "start", 0), attr_value(node, "end", rank)
+            start, end = node.attr("start", 0), node.attr("end", rank)
             dims: List[Dim] = [(node.input[0], i) for i in range(rank)]
             return dims[slice(start, end)]
         if op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"):
-            if op == "Cast" and attr_value(node, "to") not in (6, 7):
+            if op == "Cast" and node.attr("to") not in (6, 7):
                 return None
             inner = self.value(node.input[0])
             # 1-element tensors only for (Un)Squeeze/Reshape: the list form has no rank.
@@ -85,7 +87,7 @@ class _ShapeValues:
         if op == "ReduceProd":
             inner = self.value(node.input[0])
             axes = self._ints(node.input[1]) if len(node.input) > 1 and node.input[1] \
-                else attr_value(node, "axes")
+                else node.attr("axes")
             if inner is None or (axes is not None and list(axes) not in ([0], [-1])):
                 return None
             sizes = [d for d in inner if isinstance(d, int)]
@@ -94,7 +96,7 @@ class _ShapeValues:
             return [inner[0] if len(inner) == 1 else ("*", tuple(inner))]
         if op == "Gather":
             inner, indices = self.value(node.input[0]), self._ints(node.input[1])
-            if inner is None or indices is None or attr_value(node, "axis", 0) != 0:
+            if inner is None or indices is None or node.attr("axis", 0) != 0:
                 return None
             try:
                 return [inner[i] for i in indices]
@@ -103,7 +105,7 @@ class _ShapeValues:
         return None
 
 
-def _constant_target(g: LoweredGraph, shapes: _ShapeValues, node: onnx.NodeProto) -> bool:
+def _constant_target(g: OnnxGraph, shapes: _ShapeValues, node: OnnxNode) -> bool:
     """A run-time target whose entries are constants or the input's own dim at the same
     position becomes a constant one (0: copy that dim). A run-time target is lowered with
     allowzero=1 (TF's 0 is a 0); with no literal 0 among the entries the flag means nothing
@@ -123,14 +125,12 @@ def _constant_target(g: LoweredGraph, shapes: _ShapeValues, node: onnx.NodeProto
         else:
             return False
     literal_zero = any(d == 0 for d in target if isinstance(d, int))
-    if attr_value(node, "allowzero", 0):
+    if node.attr("allowzero", 0):
         if literal_zero and copies:
             return False
         if not literal_zero:
-            kept = [a for a in node.attribute if a.name != "allowzero"]
-            del node.attribute[:]
-            node.attribute.extend(kept)
-    node.input[1] = g.add_initializer(np.array(out, np.int64), f"{node.output[0]}/shape")
+            g.set_attr(node, "allowzero", None)
+    g.set_input(node, 1, g.add_initializer(np.array(out, np.int64), f"{node.output[0]}/shape"))
     return True
 
 
@@ -146,51 +146,50 @@ def _unit_dim_transpose(target: List[int], perm: List[int]) -> Optional[List[int
     return moved
 
 
-def _only_user(g: LoweredGraph, users, name: str, op_types) -> Optional[onnx.NodeProto]:
-    after = users.get(name, [])
-    if name in g.pinned or len(after) != 1 or after[0].op_type not in op_types \
-            or after[0].domain not in ("", "ai.onnx"):
+def _only_user(g: OnnxGraph, name: str, op_types) -> Optional[OnnxNode]:
+    user = g.only_user(name)
+    if user is None or user.op_type not in op_types or not user.standard:
         return None
-    return after[0]
+    return user
 
 
-def _tensordot_weights(g: LoweredGraph, matmul: onnx.NodeProto):
+def _tensordot_weights(g: OnnxGraph, matmul: OnnxNode):
     """(W as (K, N), bias or None) of a MatMul/Gemm by a constant 2-D W; None otherwise."""
     w = g.const(matmul.input[1])
     if w is None or w.ndim != 2:
         return None
     if matmul.op_type == "MatMul":
         return w, None
-    if attr_value(matmul, "transA", 0) or attr_value(matmul, "alpha", 1.0) != 1.0:
+    if matmul.attr("transA", 0) or matmul.attr("alpha", 1.0) != 1.0:
         return None
-    w = w.T if attr_value(matmul, "transB", 0) else w
+    w = w.T if matmul.attr("transB", 0) else w
     bias = g.const(matmul.input[2]) if len(matmul.input) > 2 and matmul.input[2] else None
     if len(matmul.input) > 2 and matmul.input[2] and (bias is None or bias.size != w.shape[1]):
         return None
     if bias is not None:
-        bias = (bias * np.asarray(attr_value(matmul, "beta", 1.0), bias.dtype)).reshape(-1)
+        bias = (bias * np.asarray(matmul.attr("beta", 1.0), bias.dtype)).reshape(-1)
     return w, bias
 
 
-def _fold_tensordot(g: LoweredGraph, shapes: _ShapeValues, users, first: onnx.NodeProto,
-                    dead: List[int]) -> bool:
+def _fold_tensordot(g: OnnxGraph, shapes: _ShapeValues, first: OnnxNode) -> bool:
     """Reshape(x, [prod(x dims but the last), K]) -> MatMul/Gemm by W -> Reshape(., x dims
     but the last + [N]) becomes MatMul(x, W) (+ bias Add); see the module doc."""
     x, rank = first.input[0], g.rank(first.input[0])
-    matmul = _only_user(g, users, first.output[0], ("MatMul", "Gemm"))
+    matmul = _only_user(g, first.output[0], ("MatMul", "Gemm"))
     if rank is None or rank < 3 or matmul is None or matmul.input[0] != first.output[0]:
         return False
-    second = _only_user(g, users, matmul.output[0], ("Reshape",))
+    second = _only_user(g, matmul.output[0], ("Reshape",))
     weights = _tensordot_weights(g, matmul)
     # (allowzero does not matter: the restored target's entries are x's own dims and N)
-    if second is None or weights is None:
+    if second is None or weights is None or len(second.input) < 2:
         return False
     w, bias = weights
     # Keras transposes x by the identity permutation first and may read either shape.
     names = [x]
-    before = shapes.producer.get(x)
-    if before is not None and (before.op_type == "Identity" or (
-            before.op_type == "Transpose" and list(attr_value(before, "perm", [])) == list(range(rank)))):
+    before = g.producer(x)
+    if before is not None and before.standard and (before.op_type == "Identity" or (
+            before.op_type == "Transpose"
+            and list(before.attr("perm", [])) == list(range(rank)))):
         names.append(before.input[0])
     flat, restored = shapes.value(first.input[1]), shapes.value(second.input[1])
     if flat is None or restored is None or len(flat) != 2:
@@ -204,48 +203,48 @@ def _fold_tensordot(g: LoweredGraph, shapes: _ShapeValues, users, first: onnx.No
         return False
     x = names[-1]
     y = second.output[0]
-    product = g.fresh(f"{y}/matmul") if bias is not None else y
-    replacement = [g.make_node("MatMul", [x, g.add_initializer(w, f"{y}/weight")], [product])]
-    if bias is not None:
-        replacement.append(g.make_node("Add", [product, g.add_initializer(bias, f"{y}/bias")], [y]))
-    g.ranks[product] = g.ranks[y] = rank
-    at = next(i for i, n in enumerate(g.nodes) if n is second)
-    g.nodes[at:at + 1] = replacement
-    dead += [id(first), id(matmul), id(second)]
+    weight = g.add_initializer(w, f"{y}/weight")
+    if bias is None:            # the last Reshape becomes the MatMul: y keeps its place
+        g.set_op(second, "MatMul", [x, weight], attrs={})
+    else:
+        product = g.add_node("MatMul", [x, weight], before=second).output[0]
+        g.ranks[product] = rank
+        g.set_op(second, "Add", [product, g.add_initializer(bias, f"{y}/bias")], attrs={})
+    g.ranks[y] = rank
+    g.remove(matmul)            # read by `second` alone, which reads x now
+    g.remove(first)
     return True
 
 
-def simplify_reshapes(g: LoweredGraph) -> int:
+def simplify_reshapes(g: OnnxGraph) -> int:
     """Tensordot folds, constant Reshape targets and Reshape+Transpose merges; return how
     many rewrites."""
-    if not any(node.op_type == "Reshape" for node in g.nodes):
+    reshapes = g.of_type("Reshape")
+    if not reshapes:
         return 0
     shapes = _ShapeValues(g)
-    users = g.consumers()
     count = 0
-    dead: List[int] = []     # ids of the nodes to remove
-    for node in list(g.nodes):
-        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2 \
-                or id(node) in dead:
-            continue
-        if _fold_tensordot(g, shapes, users, node, dead):
+    for node in reshapes:
+        if node.graph is not g or node.op_type != "Reshape" or len(node.input) < 2:
+            continue            # a tensordot's Reshape folded already
+        if _fold_tensordot(g, shapes, node):
             count += 1
             continue
         if _constant_target(g, shapes, node):
             count += 1
         target = g.const(node.input[1])
         y = node.output[0]
-        after = users.get(y, [])
-        if target is None or y in g.pinned or len(after) != 1 or after[0].op_type != "Transpose":
+        transpose = _only_user(g, y, ("Transpose",))
+        if target is None or transpose is None:
             continue
-        transpose = after[0]
-        perm = attr_value(transpose, "perm")
-        moved = _unit_dim_transpose([int(d) for d in target], list(perm or []))
+        moved = _unit_dim_transpose([int(d) for d in target],
+                                    list(transpose.attr("perm") or []))
         if moved is None:
             continue
-        node.input[1] = g.add_initializer(np.array(moved, np.int64), f"{y}/shape")
-        node.output[0] = transpose.output[0]
-        dead.append(id(transpose))
+        # the Reshape takes over the Transpose's output (y is read by the Transpose alone)
+        t = transpose.output[0]
+        g.remove(transpose, keep_uses=True)
+        g.rename_output(node, 0, t)
+        g.set_input(node, 1, g.add_initializer(np.array(moved, np.int64), f"{y}/shape"))
         count += 1
-    g.keep_only(dead)
     return count

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf2ir.ir.onnx.passes.dce import remove_dead_nodes
+from tf2ir.ir.onnx.passes import ONNX_PASSES
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tests.ir.onnx.test_pass_common import check_pass, node, op_types
 
@@ -13,10 +13,13 @@ F32 = np.float32
 I64 = lambda *v: np.array(v, np.int64)     # noqa: E731
 
 
-def _reshape_then_dce(g):
-    count = simplify_reshapes(g)
-    remove_dead_nodes(g)
-    return count
+def _check(*args, **kwargs):
+    """check_pass of the reshape pass (on an OnnxGraph, checked after it), then dead-code
+    elimination as registered, so the dead shape arithmetic is gone from the op types."""
+    g, count = check_pass(simplify_reshapes, *args, **kwargs)
+    next(r.run for r in ONNX_PASSES if r.name == "dce")(g)
+    g.check()
+    return g, count
 
 
 def _keras_reshape(x="x", tail=("one", "one", "c")):
@@ -36,7 +39,7 @@ def test_a_target_from_the_input_shape_becomes_constant_and_the_transpose_merges
     nodes = _keras_reshape() + [node("Transpose", ["r"], ["t"], perm=[0, 3, 1, 2]),
                                 node("Relu", ["t"], ["y"])]
     x = np.random.RandomState(0).randn(3, 6).astype(F32)
-    g, count = check_pass(_reshape_then_dce, nodes, INITS, {"x": (F32, [None, 6])},
+    g, count = _check(nodes, INITS, {"x": (F32, [None, 6])},
                           {"y": (F32, [None, 6, 1, 1])}, {"x": x}, ranks={"x": 2})
     assert count == 2 and op_types(g) == ["Reshape", "Relu"]
     assert g.initializers[g.nodes[0].input[1]].tolist() == [0, 6, 1, 1]
@@ -47,13 +50,13 @@ def test_a_dim_of_another_tensor_or_a_real_transpose_stays():
     nodes[0] = node("Shape", ["other"], ["shape"])
     x = np.random.RandomState(0).randn(3, 6).astype(F32)
     feeds = {"x": x, "other": np.zeros((3, 2), F32)}
-    g, count = check_pass(_reshape_then_dce, nodes, INITS,
+    g, count = _check(nodes, INITS,
                           {"x": (F32, [None, 6]), "other": (F32, [None, 2])},
                           {"y": (F32, [None, 1, 6, 1])}, feeds, ranks={"x": 2, "other": 2})
     assert count == 0 and op_types(g)[-2:] == ["Reshape", "Transpose"]
     # (N, 2, 3) -> transpose (0, 2, 1) moves real dims: not a reshape
     nodes = [node("Reshape", ["x", "s"], ["r"]), node("Transpose", ["r"], ["y"], perm=[0, 2, 1])]
-    g, count = check_pass(_reshape_then_dce, nodes, {"s": I64(0, 2, 3)}, {"x": (F32, [None, 6])},
+    g, count = _check(nodes, {"s": I64(0, 2, 3)}, {"x": (F32, [None, 6])},
                           {"y": (F32, [None, 3, 2])}, {"x": x}, ranks={"x": 2})
     assert count == 0 and op_types(g) == ["Reshape", "Transpose"]
 
@@ -84,7 +87,7 @@ def test_a_tensordot_becomes_one_matmul():
     for extra, gemm, expected in (({}, {}, ["MatMul"]),
                                   ({"bias": "b"}, {"beta": 0.5}, ["MatMul", "Add"]),
                                   ({"w": "wt", "bias": "b"}, {"transB": 1}, ["MatMul", "Add"])):
-        g, count = check_pass(_reshape_then_dce, _tensordot(**extra, **gemm), TD_INITS,
+        g, count = _check(_tensordot(**extra, **gemm), TD_INITS,
                               {"x": (F32, [None, 5, 4])}, {"y": (F32, [None, 5, 3])},
                               {"x": TD_X}, ranks={"x": 3, "t": 3})
         assert count == 1 and op_types(g) == expected, (extra, op_types(g))
@@ -98,12 +101,39 @@ def test_a_tensordot_that_does_not_restore_the_input_dims_stays():
     nodes[-2] = node("Concat", ["first", "fifteen"], ["back"], axis=0)
     nodes.insert(-2, node("Slice", ["lead", "zero_1d", "one_1d"], ["first"]))
     inits["one_1d"] = I64(1)
-    g, count = check_pass(_reshape_then_dce, nodes, inits, {"x": (F32, [None, 5, 4])},
+    g, count = _check(nodes, inits, {"x": (F32, [None, 5, 4])},
                           {"y": (F32, [None, 15])}, {"x": TD_X}, ranks={"x": 3, "t": 3})
     assert count == 0 and "Gemm" in op_types(g)
     # The rows are a product over a shape that is not the Reshape's input's.
-    g, count = check_pass(_reshape_then_dce, _tensordot(shape_of="other"), TD_INITS,
+    g, count = _check(_tensordot(shape_of="other"), TD_INITS,
                           {"x": (F32, [None, 5, 4]), "other": (F32, [None, 5, 4])},
                           {"y": (F32, [None, 5, 3])}, {"x": TD_X, "other": TD_X},
                           ranks={"x": 3, "t": 3, "other": 3})
     assert count == 0 and "Gemm" in op_types(g)
+
+
+def test_a_merged_transpose_s_output_name_is_kept_when_it_is_a_graph_output():
+    # (N, 6) -> (N, 6, 1) -> Transpose (0, 2, 1) moves a unit dim only: one Reshape, which
+    # writes the Transpose's output (a graph output)
+    nodes = [node("Reshape", ["x", "s"], ["r"]), node("Transpose", ["r"], ["y"], perm=[0, 2, 1])]
+    x = np.random.RandomState(0).randn(3, 6).astype(F32)
+    g, count = _check(nodes, {"s": I64(0, 6, 1)}, {"x": (F32, [None, 6])},
+                      {"y": (F32, [None, 1, 6])}, {"x": x}, ranks={"x": 2})
+    assert count == 1 and op_types(g) == ["Reshape"] and g.nodes[0].output == ("y",)
+    assert g.const(g.nodes[0].input[1]).tolist() == [0, 1, 6]
+
+
+def test_a_run_time_target_with_allowzero_loses_the_flag_only_without_a_literal_zero():
+    # lowered TF Reshapes carry allowzero=1 (TF's 0 is a 0): the copies of x's dims are written
+    # as 0, so the flag must go; with a literal 0 entry beside a copy there is no constant form
+    nodes = _keras_reshape()
+    nodes[-1] = node("Reshape", ["x", "target"], ["r"], allowzero=1)
+    x = np.random.RandomState(0).randn(3, 6).astype(F32)
+    g, count = _check(nodes, INITS, {"x": (F32, [None, 6])}, {"r": (F32, [None, 1, 1, 6])},
+                      {"x": x}, ranks={"x": 2})
+    assert count == 1 and op_types(g) == ["Reshape"] and g.nodes[0].attr("allowzero") is None
+    assert g.const(g.nodes[0].input[1]).tolist() == [0, 1, 1, 6]
+    zero = dict(INITS, one=np.array([0], np.int32))          # (N, 0, 0, 6): literal 0s
+    g, count = _check(nodes, zero, {"x": (F32, [None, 6])}, {"r": (F32, [None, 0, 0, 6])},
+                      {"x": np.zeros((0, 6), F32)}, ranks={"x": 2})
+    assert count == 0 and g.nodes[-1].attr("allowzero") == 1
