@@ -75,7 +75,11 @@ def _splits_from_row_ids(ctx, row_ids: str, nrows: str) -> str:
 
 def _position(ctx) -> Callable[[str], str]:
     """A function of a 1-element count giving Range(0, count) (int64)."""
-    return lambda count: ctx.op.Range(ctx.constant(np.array(0, np.int64)), ctx.op.Squeeze(count, int64_constant(ctx, [0])), ctx.constant(np.array(1, np.int64)))
+    def position(count: str) -> str:
+        return ctx.op.Range(ctx.constant(np.array(0, np.int64)),
+                            ctx.op.Squeeze(count, int64_constant(ctx, [0])),
+                            ctx.constant(np.array(1, np.int64)))
+    return position
 
 
 def _coordinates(ctx, splits: List[str], count: str) -> List[str]:

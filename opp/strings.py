@@ -56,7 +56,8 @@ def _lower_by_kernel(ctx, node):
     declared = next(p for p in OPS if p.op_type == node.op_type).attrs
     attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
     getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))], domain=DOMAIN, **attrs)
+                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
+                                  domain=DOMAIN, **attrs)
 
 
 # -- case -----------------------------------------------------------------------------------------
