@@ -39,26 +39,26 @@ def _length_vector(ctx, index: int) -> str:
         raise ConversionError(f"input {index} must be a vector, not of rank {len(shape)}")
     if shape is not None and shape[0] is not None:
         return int64_constant(ctx, [shape[0]])
-    return ctx.emit("Shape", [ctx.emit("Reshape", [ctx.input(index), int64_constant(ctx, [-1])])[0]])[0]
+    return ctx.op.Shape(ctx.op.Reshape(ctx.input(index), int64_constant(ctx, [-1])))
 
 
 def _rows_of(ctx, index: int, data: int) -> str:
     """Input `data` as rows: its dims after those of input `index` kept, the leading ones
     (index's dims, of a rank known at run time only too) joined into one."""
-    lead = ctx.emit("Shape", [ctx.input(index)])[0]
-    rest = ctx.emit("Slice", [ctx.emit("Shape", [ctx.input(data)])[0], ctx.emit("Shape", [lead])[0],
-                              int64_constant(ctx, [np.iinfo(np.int64).max])])[0]
-    count = ctx.emit("ReduceProd", [lead], keepdims=1)[0]
-    target = ctx.emit("Concat", [count, rest], axis=0)[0]
-    return ctx.emit("Reshape", [ctx.input(data), target], allowzero=1)[0], rest
+    lead = ctx.op.Shape(ctx.input(index))
+    rest = ctx.op.Slice(ctx.op.Shape(ctx.input(data)), ctx.op.Shape(lead),
+                        int64_constant(ctx, [np.iinfo(np.int64).max]))
+    count = ctx.op.ReduceProd(lead, keepdims=1)
+    target = ctx.op.Concat(count, rest, axis=0)
+    return ctx.op.Reshape(ctx.input(data), target, allowzero=1), rest
 
 
 def _product(ctx, shape: str, start: int, stop: int) -> str:
     """The product of shape[start:stop] (an int64 vector), as a 1-element vector."""
     if start >= stop:
         return int64_constant(ctx, [1])
-    part = ctx.emit("Slice", [shape, int64_constant(ctx, [start]), int64_constant(ctx, [stop])])[0]
-    return ctx.emit("ReduceProd", [part], keepdims=1)[0]
+    part = ctx.op.Slice(shape, int64_constant(ctx, [start]), int64_constant(ctx, [stop]))
+    return ctx.op.ReduceProd(part, keepdims=1)
 
 
 def _strides(ctx, shape: str, rank) -> str:
@@ -67,7 +67,7 @@ def _strides(ctx, shape: str, rank) -> str:
     mask, as ONNX has no cumulative product)."""
     if rank is not None:
         parts = [_product(ctx, shape, d + 1, rank) for d in range(rank)]
-        return parts[0] if rank == 1 else ctx.emit("Concat", parts, axis=0)[0]
+        return parts[0] if rank == 1 else ctx.op.Concat(*parts, axis=0)
     from tf2ir.opp.emitting import Emitter
     o = Emitter(ctx, "int64")
     axes = o.Range(o.c(0), o.Size(shape), o.c(1))
@@ -94,13 +94,12 @@ def _infer_sparse_to_dense(node):
 @sparse_to_dense.lower
 def _lower_sparse_to_dense(ctx, node):
     shape = int64_input(ctx, 1)
-    rows = ctx.emit("Concat", [int64_constant(ctx, [-1]), _length_vector(ctx, 1)], axis=0)[0]
-    indices = ctx.emit("Reshape", [int64_input(ctx, 0), rows])[0]
-    count = ctx.emit("Slice", [ctx.emit("Shape", [indices])[0], int64_constant(ctx, [0]),
-                               int64_constant(ctx, [1])])[0]
-    values = ctx.emit("Expand", [ctx.input(2), count])[0]   # a scalar value serves every index
-    dense = ctx.emit("Expand", [ctx.input(3), shape])[0]
-    ctx.emit("ScatterND", [dense, indices, values], [ctx.output(0)])
+    rows = ctx.op.Concat(int64_constant(ctx, [-1]), _length_vector(ctx, 1), axis=0)
+    indices = ctx.op.Reshape(int64_input(ctx, 0), rows)
+    count = ctx.op.Slice(ctx.op.Shape(indices), int64_constant(ctx, [0]), int64_constant(ctx, [1]))
+    values = ctx.op.Expand(ctx.input(2), count)   # a scalar value serves every index
+    dense = ctx.op.Expand(ctx.input(3), shape)
+    ctx.op.ScatterND(dense, indices, values, out=ctx.output(0))
 
 
 # -- SparseReshape ----------------------------------------------------------------------
@@ -131,17 +130,17 @@ def _infer_sparse_reshape(node):
 def _lower_sparse_reshape(ctx, node):
     rank_in, rank_out = _length(node, 1), _length(node, 2)
     old, new = ctx.input(1), ctx.input(2)
-    size = ctx.emit("ReduceProd", [old], keepdims=1)[0]
+    size = ctx.op.ReduceProd(old, keepdims=1)
     # -1 → size / product of the others (the product of all, with -1 counted as 1, negated)
-    known = ctx.emit("ReduceProd", [ctx.emit("Abs", [new])[0]], keepdims=1)[0]
-    inferred = ctx.emit("Div", [size, known])[0]
-    is_free = ctx.emit("Equal", [new, int64_constant(ctx, [-1])])[0]
-    shape = ctx.emit("Where", [is_free, inferred, new], [ctx.output(1)])[0]
-    linear = ctx.emit("MatMul", [ctx.input(0), ctx.emit(
-        "Unsqueeze", [_strides(ctx, old, rank_in), int64_constant(ctx, [1])])[0]])[0]   # [N, 1]
-    strides = ctx.emit("Unsqueeze", [_strides(ctx, shape, rank_out), int64_constant(ctx, [0])])[0]
-    dims = ctx.emit("Unsqueeze", [shape, int64_constant(ctx, [0])])[0]
-    ctx.emit("Mod", [ctx.emit("Div", [linear, strides])[0], dims], [ctx.output(0)])
+    known = ctx.op.ReduceProd(ctx.op.Abs(new), keepdims=1)
+    inferred = ctx.op.Div(size, known)
+    is_free = ctx.op.Equal(new, int64_constant(ctx, [-1]))
+    shape = ctx.op.Where(is_free, inferred, new, out=ctx.output(1))
+    linear = ctx.op.MatMul(ctx.input(0), ctx.op.Unsqueeze(_strides(ctx, old, rank_in),
+                                                          int64_constant(ctx, [1])))   # [N, 1]
+    strides = ctx.op.Unsqueeze(_strides(ctx, shape, rank_out), int64_constant(ctx, [0]))
+    dims = ctx.op.Unsqueeze(shape, int64_constant(ctx, [0]))
+    ctx.op.Mod(ctx.op.Div(linear, strides), dims, out=ctx.output(0))
 
 
 # -- SparseFillEmptyRows ---------------------------------------------------------------
@@ -168,40 +167,38 @@ def _lower_fill_empty_rows(ctx, node):
     rank = _length_vector(ctx, 2)                                                 # [1]
     one, zero = int64_constant(ctx, [1]), int64_constant(ctx, [0])
     indices, values = ctx.input(0), ctx.input(1)
-    rows = ctx.emit("Slice", [ctx.input(2), zero, one])[0]                       # [1]
-    row = ctx.emit("Squeeze", [ctx.emit("Slice", [indices, zero, one, one])[0], one])[0]  # [N]
-    count = ctx.emit("Shape", [row])[0]                                           # [1]
-    ones = ctx.emit("Expand", [ctx.constant(np.array(1, np.int64)), count])[0]
-    counts = ctx.emit("ScatterElements", [ctx.emit("Expand", [ctx.constant(
-        np.array(0, np.int64)), rows])[0], row, ones], reduction="add")[0]        # per row
-    empty = ctx.emit("Equal", [counts, ctx.constant(np.array(0, np.int64))],
-                     [ctx.output(2)])[0]
-    per_row = ctx.emit("Max", [counts, ctx.constant(np.array(1, np.int64))])[0]
-    starts = ctx.emit("CumSum", [per_row, ctx.constant(np.array(0, np.int64))], exclusive=1)[0]
-    firsts = ctx.emit("CumSum", [counts, ctx.constant(np.array(0, np.int64))], exclusive=1)[0]
-    position = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), ctx.emit(
-        "Squeeze", [count, zero])[0], ctx.constant(np.array(1, np.int64))])[0]
-    key = ctx.emit("Add", [ctx.emit("Mul", [row, count])[0], position])[0]
-    _, order = ctx.emit("TopK", [key, count], 2, largest=0, sorted=1)            # stable by row
-    sorted_at = ctx.emit("ScatterElements", [position, order, position])[0]      # inverse
-    rank_in_row = ctx.emit("Sub", [sorted_at, ctx.emit("Gather", [firsts, row])[0]])[0]
-    where = ctx.emit("Add", [ctx.emit("Gather", [starts, row])[0], rank_in_row],
-                     [ctx.output(3)])[0]
-    total = ctx.emit("ReduceSum", [per_row], keepdims=1)[0]
-    out_values = ctx.emit("Expand", [ctx.input(3), total])[0]
-    slots = ctx.emit("Unsqueeze", [where, one])[0]
-    ctx.emit("ScatterND", [out_values, slots, values], [ctx.output(1)])
-    empty_rows = ctx.emit("Squeeze", [ctx.emit("NonZero", [empty])[0], zero])[0]   # [E]
-    filled = ctx.emit("Unsqueeze", [empty_rows, one])[0]                            # [E, 1]
-    pad = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
-        "Concat", [ctx.emit("Shape", [empty_rows])[0], ctx.emit("Sub", [rank, one])[0]],
-        axis=0)[0]])[0]                                                          # [E, rank-1]
-    filled = ctx.emit("Concat", [filled, pad], axis=1)[0]
-    base = ctx.emit("Expand", [ctx.constant(np.zeros((1, 1), np.int64)), ctx.emit(
-        "Concat", [total, rank], axis=0)[0]])[0]
-    placed = ctx.emit("ScatterND", [base, slots, indices])[0]
-    at = ctx.emit("Unsqueeze", [ctx.emit("Gather", [starts, empty_rows])[0], one])[0]
-    ctx.emit("ScatterND", [placed, at, filled], [ctx.output(0)])
+    rows = ctx.op.Slice(ctx.input(2), zero, one)                                 # [1]
+    row = ctx.op.Squeeze(ctx.op.Slice(indices, zero, one, one), one)             # [N]
+    count = ctx.op.Shape(row)                                                     # [1]
+    ones = ctx.op.Expand(ctx.constant(np.array(1, np.int64)), count)
+    counts = ctx.op.ScatterElements(ctx.op.Expand(ctx.constant(np.array(0, np.int64)), rows),
+                                    row, ones, reduction="add")                  # per row
+    empty = ctx.op.Equal(counts, ctx.constant(np.array(0, np.int64)), out=ctx.output(2))
+    per_row = ctx.op.Max(counts, ctx.constant(np.array(1, np.int64)))
+    starts = ctx.op.CumSum(per_row, ctx.constant(np.array(0, np.int64)), exclusive=1)
+    firsts = ctx.op.CumSum(counts, ctx.constant(np.array(0, np.int64)), exclusive=1)
+    position = ctx.op.Range(ctx.constant(np.array(0, np.int64)), ctx.op.Squeeze(count, zero),
+                            ctx.constant(np.array(1, np.int64)))
+    key = ctx.op.Add(ctx.op.Mul(row, count), position)
+    _, order = ctx.op.TopK(key, count, outputs=2, largest=0, sorted=1)            # stable by row
+    sorted_at = ctx.op.ScatterElements(position, order, position)                # inverse
+    rank_in_row = ctx.op.Sub(sorted_at, ctx.op.Gather(firsts, row))
+    where = ctx.op.Add(ctx.op.Gather(starts, row), rank_in_row, out=ctx.output(3))
+    total = ctx.op.ReduceSum(per_row, keepdims=1)
+    out_values = ctx.op.Expand(ctx.input(3), total)
+    slots = ctx.op.Unsqueeze(where, one)
+    ctx.op.ScatterND(out_values, slots, values, out=ctx.output(1))
+    empty_rows = ctx.op.Squeeze(ctx.op.NonZero(empty), zero)                      # [E]
+    filled = ctx.op.Unsqueeze(empty_rows, one)                                    # [E, 1]
+    pad = ctx.op.Expand(ctx.constant(np.zeros((1, 1), np.int64)),
+                        ctx.op.Concat(ctx.op.Shape(empty_rows), ctx.op.Sub(rank, one),
+                                      axis=0))                                    # [E, rank-1]
+    filled = ctx.op.Concat(filled, pad, axis=1)
+    base = ctx.op.Expand(ctx.constant(np.zeros((1, 1), np.int64)),
+                         ctx.op.Concat(total, rank, axis=0))
+    placed = ctx.op.ScatterND(base, slots, indices)
+    at = ctx.op.Unsqueeze(ctx.op.Gather(starts, empty_rows), one)
+    ctx.op.ScatterND(placed, at, filled, out=ctx.output(0))
 
 
 # -- DynamicPartition -------------------------------------------------------------------
@@ -227,10 +224,10 @@ def _lower_dynamic_partition(ctx, node):
     data, parts = ctx.input(0), ctx.input(1)
     if node.inputs[1].desc.rank != 1:   # flatten the partition dims of both
         data, _ = _rows_of(ctx, 1, 0)
-        parts = ctx.emit("Reshape", [parts, int64_constant(ctx, [-1])])[0]
+        parts = ctx.op.Reshape(parts, int64_constant(ctx, [-1]))
     for i in range(node.attrs["num_partitions"]):
-        chosen = ctx.emit("Equal", [parts, ctx.constant(np.array([i], np.int32))])[0]
-        ctx.emit("Compress", [data, chosen], [ctx.output(i)], axis=0)
+        chosen = ctx.op.Equal(parts, ctx.constant(np.array([i], np.int32)))
+        ctx.op.Compress(data, chosen, out=ctx.output(i), axis=0)
 
 
 # -- DynamicStitch ----------------------------------------------------------------------
@@ -256,17 +253,16 @@ def _lower_dynamic_stitch(ctx, node):
     n = node.attrs["N"]
     indices, rows = [], []
     for m in range(n):
-        flat = ctx.emit("Reshape", [int64_input(ctx, m), int64_constant(ctx, [-1])])[0]
+        flat = ctx.op.Reshape(int64_input(ctx, m), int64_constant(ctx, [-1]))
         data, rest = _rows_of(ctx, m, n + m)
         rows.append(data)
         indices.append(flat)
         row_shape = rest
-    index = indices[0] if n == 1 else ctx.emit("Concat", indices, axis=0)[0]
-    data = rows[0] if n == 1 else ctx.emit("Concat", rows, axis=0)[0]
-    top = ctx.emit("ReduceMax", [ctx.emit("Concat", [index, int64_constant(ctx, [-1])],
-                                          axis=0)[0]], keepdims=1)[0]
-    count = ctx.emit("Add", [top, int64_constant(ctx, [1])])[0]
+    index = indices[0] if n == 1 else ctx.op.Concat(*indices, axis=0)
+    data = rows[0] if n == 1 else ctx.op.Concat(*rows, axis=0)
+    top = ctx.op.ReduceMax(ctx.op.Concat(index, int64_constant(ctx, [-1]), axis=0), keepdims=1)
+    count = ctx.op.Add(top, int64_constant(ctx, [1]))
     zero = emit_cast(ctx, ctx.constant(np.array(0, np.int64)), node.inputs[n].desc.dtype)
-    merged = ctx.emit("Expand", [zero, ctx.emit("Concat", [count, row_shape], axis=0)[0]])[0]
-    ctx.emit("ScatterND", [merged, ctx.emit("Unsqueeze", [index, int64_constant(ctx, [1])])[0],
-                           data], [ctx.output(0)])
+    merged = ctx.op.Expand(zero, ctx.op.Concat(count, row_shape, axis=0))
+    ctx.op.ScatterND(merged, ctx.op.Unsqueeze(index, int64_constant(ctx, [1])), data,
+                     out=ctx.output(0))
