@@ -70,13 +70,13 @@ def _lower_resize(ctx, node):
     if size is not None:
         sizes = ctx.constant(np.asarray(size, np.int64).reshape(2), "sizes")
     else:
-        sizes = ctx.emit("Cast", [ctx.input(1)], to=ONNX_DTYPES["int64"])[0]
+        sizes = ctx.op.Cast(ctx.input(1), to=ONNX_DTYPES["int64"])
         # onnx's shape inference must know that a run-time size has 2 entries (else it
         # rejects the Resize), and inside a subgraph (an If branch) it reads no outer-scope
         # initializer: a Pack of scalars there has no known length. A Reshape to [2] whose
         # shape is a Constant node of this graph states it wherever the Resize is.
-        two = ctx.emit("Constant", [], value=tensor_proto("two", np.array([2], np.int64)))[0]
-        sizes = ctx.emit("Reshape", [sizes, two])[0]
+        two = ctx.op.Constant(value=tensor_proto("two", np.array([2], np.int64)))
+        sizes = ctx.op.Reshape(sizes, two)
     images, compute = ctx.input(0), x.dtype
     if mode != "nearest":
         compute = "float32"       # TF's bilinear and bicubic kernels give float32
@@ -86,23 +86,23 @@ def _lower_resize(ctx, node):
         if fmt == "NHWC":
             _lower_nearest_by_gather(ctx, node, sizes, images, ctx.output(0))
             return
-        nhwc = ctx.emit("Transpose", [images], perm=[0, 2, 3, 1])[0]
+        nhwc = ctx.op.Transpose(images, perm=[0, 2, 3, 1])
         resized = ctx.fresh("resized")
         _lower_nearest_by_gather(ctx, node, sizes, nhwc, resized)
-        ctx.emit("Transpose", [resized], [ctx.output(0)], perm=[0, 3, 1, 2])
+        ctx.op.Transpose(resized, out=ctx.output(0), perm=[0, 3, 1, 2])
         return
     if compute != x.dtype:
-        images = ctx.emit("Cast", [images], to=ONNX_DTYPES[compute])[0]
+        images = ctx.op.Cast(images, to=ONNX_DTYPES[compute])
     out_dtype = node.outputs[0].desc.dtype
     attrs = _resize_attrs(node)
     resized = ctx.output(0) if out_dtype == compute else ctx.fresh("resized")
     if mode == "cubic":
         _emit_cubic(ctx, images, sizes, resized, attrs, fmt)
     else:
-        ctx.emit("Resize", [images, "", "", sizes], [resized], axes=[1, 2] if fmt == "NHWC" else [2, 3],
-                 **attrs)
+        ctx.op.Resize(images, "", "", sizes, out=resized, axes=[1, 2] if fmt == "NHWC" else [2, 3],
+                      **attrs)
     if resized != ctx.output(0):
-        ctx.emit("Cast", [resized], [ctx.output(0)], to=ONNX_DTYPES[out_dtype])
+        ctx.op.Cast(resized, out=ctx.output(0), to=ONNX_DTYPES[out_dtype])
 
 
 def _emit_cubic(ctx, images, sizes, output, attrs, fmt):
@@ -113,50 +113,50 @@ def _emit_cubic(ctx, images, sizes, output, attrs, fmt):
     if shape is not None and shape[0] == 1 and shape[fmt.index("C")] == 1:
         # A single plane: onnxruntime then refuses 4-D downsampling it knows of at load time.
         start = fmt.index("H")
-        spatial = ctx.emit("Shape", [images], start=start, end=start + 2)[0]
-        plane = ctx.emit("Reshape", [images, spatial])[0]
-        resized = ctx.emit("Resize", [plane, "", "", sizes], **attrs)[0]
+        spatial = ctx.op.Shape(images, start=start, end=start + 2)
+        plane = ctx.op.Reshape(images, spatial)
+        resized = ctx.op.Resize(plane, "", "", sizes, **attrs)
         one = ctx.constant(np.array([1], np.int64))
         dims = [one, sizes, one] if fmt == "NHWC" else [one, one, sizes]
-        ctx.emit("Reshape", [resized, ctx.emit("Concat", dims, axis=0)[0]], [output])
+        ctx.op.Reshape(resized, ctx.op.Concat(*dims, axis=0), out=output)
         return
-    nchw = images if fmt == "NCHW" else ctx.emit("Transpose", [images], perm=[0, 3, 1, 2])[0]
-    shape = ctx.emit("Shape", [nchw])[0]
+    nchw = images if fmt == "NCHW" else ctx.op.Transpose(images, perm=[0, 3, 1, 2])
+    shape = ctx.op.Shape(nchw)
     minus_one_one = ctx.constant(np.array([-1, 1], np.int64))
-    flat = ctx.emit("Reshape", [nchw, ctx.emit("Concat", [minus_one_one, ctx.emit(
-        "Slice", [shape, ctx.constant(np.array([2], np.int64)), ctx.constant(np.array([4], np.int64))])[0]],
-        axis=0)[0]])[0]
-    flat_sizes = ctx.emit("Concat", [ctx.emit("Shape", [flat], start=0, end=2)[0], sizes], axis=0)[0]
-    resized = ctx.emit("Resize", [flat, "", "", flat_sizes], **attrs)[0]
-    batch_channels = ctx.emit("Slice", [shape, ctx.constant(np.array([0], np.int64)),
-                                        ctx.constant(np.array([2], np.int64))])[0]
-    unflat_shape = ctx.emit("Concat", [batch_channels, sizes], axis=0)[0]
+    spatial = ctx.op.Slice(shape, ctx.constant(np.array([2], np.int64)),
+                           ctx.constant(np.array([4], np.int64)))
+    flat = ctx.op.Reshape(nchw, ctx.op.Concat(minus_one_one, spatial, axis=0))
+    flat_sizes = ctx.op.Concat(ctx.op.Shape(flat, start=0, end=2), sizes, axis=0)
+    resized = ctx.op.Resize(flat, "", "", flat_sizes, **attrs)
+    batch_channels = ctx.op.Slice(shape, ctx.constant(np.array([0], np.int64)),
+                                  ctx.constant(np.array([2], np.int64)))
+    unflat_shape = ctx.op.Concat(batch_channels, sizes, axis=0)
     if fmt == "NCHW":
-        ctx.emit("Reshape", [resized, unflat_shape], [output])
+        ctx.op.Reshape(resized, unflat_shape, out=output)
         return
-    unflat = ctx.emit("Reshape", [resized, unflat_shape])[0]
-    ctx.emit("Transpose", [unflat], [output], perm=[0, 2, 3, 1])
+    unflat = ctx.op.Reshape(resized, unflat_shape)
+    ctx.op.Transpose(unflat, out=output, perm=[0, 2, 3, 1])
 
 
 def _lower_nearest_by_gather(ctx, node, sizes, images, output):
     """Nearest resizing of NHWC `images` of a dtype onnxruntime's Resize lacks into `output`:
     resize a map of flat source indices (int32), then gather the pixels it names."""
-    shape = ctx.emit("Shape", [images])[0]
-    dims = [ctx.emit("Gather", [shape, ctx.constant(np.array([i], np.int64))], axis=0)[0] for i in range(4)]
-    hw = ctx.emit("Mul", [dims[1], dims[2]])[0]
-    flat_hw = ctx.emit("Reshape", [hw, ctx.constant(np.array([], np.int64))])[0]
-    index = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), flat_hw,
-                               ctx.constant(np.array(1, np.int64))])[0]
-    index = ctx.emit("Cast", [index], to=ONNX_DTYPES["int32"])[0]
+    shape = ctx.op.Shape(images)
+    dims = [ctx.op.Gather(shape, ctx.constant(np.array([i], np.int64)), axis=0) for i in range(4)]
+    hw = ctx.op.Mul(dims[1], dims[2])
+    flat_hw = ctx.op.Reshape(hw, ctx.constant(np.array([], np.int64)))
+    index = ctx.op.Range(ctx.constant(np.array(0, np.int64)), flat_hw,
+                         ctx.constant(np.array(1, np.int64)))
+    index = ctx.op.Cast(index, to=ONNX_DTYPES["int32"])
     one = ctx.constant(np.array([1], np.int64))
-    index = ctx.emit("Reshape", [index, ctx.emit("Concat", [one, dims[1], dims[2], one], axis=0)[0]])[0]
-    picked = ctx.emit("Resize", [index, "", "", sizes], axes=[1, 2], **_resize_attrs(node))[0]
-    picked = ctx.emit("Reshape", [picked, ctx.constant(np.array([-1], np.int64))])[0]
+    index = ctx.op.Reshape(index, ctx.op.Concat(one, dims[1], dims[2], one, axis=0))
+    picked = ctx.op.Resize(index, "", "", sizes, axes=[1, 2], **_resize_attrs(node))
+    picked = ctx.op.Reshape(picked, ctx.constant(np.array([-1], np.int64)))
     minus_one = ctx.constant(np.array([-1], np.int64))
-    rows = ctx.emit("Reshape", [images, ctx.emit("Concat", [dims[0], minus_one, dims[3]], axis=0)[0]])[0]
-    gathered = ctx.emit("Gather", [rows, picked], axis=1)[0]
-    out_shape = ctx.emit("Concat", [dims[0], sizes, dims[3]], axis=0)[0]
-    ctx.emit("Reshape", [gathered, out_shape], [output])
+    rows = ctx.op.Reshape(images, ctx.op.Concat(dims[0], minus_one, dims[3], axis=0))
+    gathered = ctx.op.Gather(rows, picked, axis=1)
+    out_shape = ctx.op.Concat(dims[0], sizes, dims[3], axis=0)
+    ctx.op.Reshape(gathered, out_shape, out=output)
 
 
 _resize("ResizeBilinear", "Bilinear resizing of images (NHWC or NCHW) to `size`; float32 output.")
@@ -201,32 +201,32 @@ def _lower_nms(ctx, node):
                                   "only soft_nms_sigma = 0 is supported")
     as_float = [compute_input(ctx, i, node.inputs[i].desc.dtype, ("float32",)) for i in range(5)]
     unsqueeze0 = ctx.constant(np.array([0], np.int64))
-    boxes = ctx.emit("Unsqueeze", [as_float[0], unsqueeze0])[0]
-    scores = ctx.emit("Unsqueeze", [as_float[1], ctx.constant(np.array([0, 1], np.int64))])[0]
+    boxes = ctx.op.Unsqueeze(as_float[0], unsqueeze0)
+    scores = ctx.op.Unsqueeze(as_float[1], ctx.constant(np.array([0, 1], np.int64)))
     one = ctx.constant(np.array([1], np.int64))
-    limit = ctx.emit("Reshape", [ctx.emit("Cast", [ctx.input(2)], to=ONNX_DTYPES["int64"])[0], one])[0]
-    iou = ctx.emit("Reshape", [as_float[3], one])[0]
-    score_threshold = ctx.emit("Reshape", [as_float[4], one])[0]
-    selected = ctx.emit("NonMaxSuppression", [boxes, scores, limit, iou, score_threshold])[0]
-    indices = ctx.emit("Gather", [selected, ctx.constant(np.array(2, np.int64))], axis=1)[0]
-    count = ctx.emit("Shape", [indices])[0]
+    limit = ctx.op.Reshape(ctx.op.Cast(ctx.input(2), to=ONNX_DTYPES["int64"]), one)
+    iou = ctx.op.Reshape(as_float[3], one)
+    score_threshold = ctx.op.Reshape(as_float[4], one)
+    selected = ctx.op.NonMaxSuppression(boxes, scores, limit, iou, score_threshold)
+    indices = ctx.op.Gather(selected, ctx.constant(np.array(2, np.int64)), axis=1)
+    count = ctx.op.Shape(indices)
     pad = node.attrs["pad_to_max_output_size"]
     if pad:
         # zeros after the selected ones up to max_output_size (TF pads with index 0, score 0)
-        missing = ctx.emit("Sub", [limit, count])[0]
-        missing = ctx.emit("Max", [missing, ctx.constant(np.array([0], np.int64))])[0]
-        pads = ctx.emit("Concat", [ctx.constant(np.array([0], np.int64)), missing], axis=0)[0]
+        missing = ctx.op.Sub(limit, count)
+        missing = ctx.op.Max(missing, ctx.constant(np.array([0], np.int64)))
+        pads = ctx.op.Concat(ctx.constant(np.array([0], np.int64)), missing, axis=0)
     outputs = iter(range(1, len(node.outputs)))
 
     def finish(name, dtype, output):
         if pad:
-            name = ctx.emit("Pad", [name, pads])[0]
-        ctx.emit("Cast", [name], [output], to=ONNX_DTYPES[dtype])
+            name = ctx.op.Pad(name, pads)
+        ctx.op.Cast(name, out=output, to=ONNX_DTYPES[dtype])
 
     finish(indices, "int32", ctx.output(0))
     if node.attrs["selected_scores"]:
-        picked = ctx.emit("Gather", [ctx.input(1), indices], axis=0)[0]
+        picked = ctx.op.Gather(ctx.input(1), indices, axis=0)
         finish(picked, node.inputs[1].desc.dtype, ctx.output(next(outputs)))
     if node.attrs["num_extra"] > (1 if node.attrs["selected_scores"] else 0):
-        valid = ctx.emit("Reshape", [count, ctx.constant(np.array([], np.int64))])[0]
-        ctx.emit("Cast", [valid], [ctx.output(next(outputs))], to=ONNX_DTYPES["int32"])
+        valid = ctx.op.Reshape(count, ctx.constant(np.array([], np.int64)))
+        ctx.op.Cast(valid, out=ctx.output(next(outputs)), to=ONNX_DTYPES["int32"])
