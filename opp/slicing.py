@@ -9,8 +9,7 @@ from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.tensor import INDEX_TYPES
 from tf2ir.opp.emitting import emit_along, emit_dim, int64_constant, int64_input
 from tf2ir.opp.shapes import (
-    INT64_MAX, INT64_MIN, const_ints, normalize_axis, onnx_axis, partial_ints, same_as_input,
-    unknown_desc,
+    INT64_MAX, INT64_MIN, const_ints, onnx_axis, partial_ints, same_as_input, unknown_desc,
 )
 
 OPS = OpSet("tf2ir.opp.slicing")
@@ -45,18 +44,17 @@ def _lower_slice(ctx, node):
         n = len(size)
     else:
         sizes = int64_input(ctx, 2)
-        to_end = ctx.emit("Equal", [sizes, ctx.constant(np.array(-1, np.int64))])[0]
-        ends = ctx.emit("Where", [to_end, ctx.constant(np.array(INT64_MAX, np.int64)),
-                                  ctx.emit("Add", [starts, sizes])[0]])[0]
+        to_end = ctx.op.Equal(sizes, ctx.constant(np.array(-1, np.int64)))
+        ends = ctx.op.Where(to_end, ctx.constant(np.array(INT64_MAX, np.int64)),
+                            ctx.op.Add(starts, sizes))
         # the axes: from size's or begin's length, else x's rank (a length may be unknown)
         lengths = [d.shape[0] for d in (node.inputs[2].desc, node.inputs[1].desc) if d.shape]
         n = next((v for v in lengths + [node.inputs[0].desc.rank] if v is not None), None)
     if n is None:       # dims 0..len(begin)-1, counted at run time
-        axes = ctx.emit("Range", [int64_constant(ctx, 0), ctx.emit("Size", [starts])[0],
-                                  int64_constant(ctx, 1)])[0]
+        axes = ctx.op.Range(int64_constant(ctx, 0), ctx.op.Size(starts), int64_constant(ctx, 1))
     else:
         axes = int64_constant(ctx, range(n))
-    ctx.emit("Slice", [ctx.input(0), starts, ends, axes], [ctx.output(0)])
+    ctx.op.Slice(ctx.input(0), starts, ends, axes, out=ctx.output(0))
 
 
 def _fold_slice(node, values):
@@ -197,13 +195,13 @@ def _squeeze_and_unsqueeze(ctx, current, layout):
             unsqueeze.append(-sum(survives[k:]) if after_ellipsis else kept)
         kept += survives[k]
     if squeeze:
-        current = ctx.emit("Squeeze", [current, ctx.constant(np.array(squeeze, np.int64))],
-                           [ctx.output(0)] if not unsqueeze else 1)[0]
+        current = ctx.op.Squeeze(current, ctx.constant(np.array(squeeze, np.int64)),
+                                 out=ctx.output(0) if not unsqueeze else None)
     if unsqueeze:
-        current = ctx.emit("Unsqueeze", [current, ctx.constant(np.array(unsqueeze, np.int64))],
-                           [ctx.output(0)])[0]
+        current = ctx.op.Unsqueeze(current, ctx.constant(np.array(unsqueeze, np.int64)),
+                                   out=ctx.output(0))
     if current != ctx.output(0):
-        ctx.emit("Identity", [current], [ctx.output(0)])
+        ctx.op.Identity(current, out=ctx.output(0))
 
 
 @strided_slice.lower
@@ -236,11 +234,11 @@ def _lower_strided_slice(ctx, node):
     current = ctx.input(0)
     reshaped = any(e[0] == "new" or e[5] for e in entries)
     if axes:
-        current = ctx.emit("Slice", [current, ctx.constant(np.array(starts, np.int64)),
-                                     ctx.constant(np.array(stops, np.int64)),
-                                     ctx.constant(np.array(axes, np.int64)),
-                                     ctx.constant(np.array(steps, np.int64))],
-                           1 if reshaped else [ctx.output(0)])[0]
+        current = ctx.op.Slice(current, ctx.constant(np.array(starts, np.int64)),
+                               ctx.constant(np.array(stops, np.int64)),
+                               ctx.constant(np.array(axes, np.int64)),
+                               ctx.constant(np.array(steps, np.int64)),
+                               out=None if reshaped else ctx.output(0))
     layout = slice_layout(rank, len(begin), node.attrs)
     _squeeze_and_unsqueeze(ctx, current, layout)
 
@@ -251,31 +249,28 @@ def _lower_unmasked_slice(ctx, node):
     end of 0); a masked bound runs from the edge the stride's sign says."""
     begins, ends, steps = (int64_input(ctx, i) for i in (1, 2, 3))
     zero = int64_constant(ctx, 0)
-    count = ctx.emit("Size", [begins])[0]
-    axes = ctx.emit("Range", [zero, count, int64_constant(ctx, 1)])[0]
-    dims = ctx.emit("Gather", [ctx.emit("Shape", [ctx.input(0)])[0], axes], axis=0)[0]
-    backward = ctx.emit("Less", [steps, zero])[0]
-    nothing = ctx.emit("And", [ctx.emit("Less", [ctx.emit("Add", [begins, dims])[0], zero])[0],
-                               backward])[0]
+    count = ctx.op.Size(begins)
+    axes = ctx.op.Range(zero, count, int64_constant(ctx, 1))
+    dims = ctx.op.Gather(ctx.op.Shape(ctx.input(0)), axes, axis=0)
+    backward = ctx.op.Less(steps, zero)
+    nothing = ctx.op.And(ctx.op.Less(ctx.op.Add(begins, dims), zero), backward)
     masks = [node.attrs["begin_mask"], node.attrs["end_mask"]]
     if any(masks):
         # the masks' bits, one per spec entry: cut (or padded with False) to the spec's length
         width = max(m.bit_length() for m in masks)
-        falses = ctx.emit("Expand", [ctx.constant(np.array([False])),
-                                     ctx.emit("Reshape", [count, int64_constant(ctx, [1])])[0]])[0]
+        falses = ctx.op.Expand(ctx.constant(np.array([False])),
+                               ctx.op.Reshape(count, int64_constant(ctx, [1])))
         begin_masked, end_masked = (
-            ctx.emit("Slice", [ctx.emit("Concat", [ctx.constant(np.array(
-                [bool((m >> i) & 1) for i in range(width)])), falses], axis=0)[0],
-                int64_constant(ctx, [0]), ctx.emit("Reshape", [count, int64_constant(ctx, [1])])[0]])[0]
+            ctx.op.Slice(ctx.op.Concat(
+                ctx.constant(np.array([bool((m >> i) & 1) for i in range(width)])), falses, axis=0),
+                int64_constant(ctx, [0]), ctx.op.Reshape(count, int64_constant(ctx, [1])))
             for m in masks)
         edge = [int64_constant(ctx, INT64_MAX), int64_constant(ctx, INT64_MIN)]
-        begins = ctx.emit("Where", [begin_masked, ctx.emit("Where", [backward, edge[0], zero])[0],
-                                    begins])[0]
-        ends = ctx.emit("Where", [end_masked, ctx.emit("Where", [backward, *edge[::-1]])[0],
-                                  ends])[0]
-        nothing = ctx.emit("And", [nothing, ctx.emit("Not", [begin_masked])[0]])[0]
-    ends = ctx.emit("Where", [nothing, zero, ends])[0]
-    ctx.emit("Slice", [ctx.input(0), begins, ends, axes, steps], [ctx.output(0)])
+        begins = ctx.op.Where(begin_masked, ctx.op.Where(backward, edge[0], zero), begins)
+        ends = ctx.op.Where(end_masked, ctx.op.Where(backward, *edge[::-1]), ends)
+        nothing = ctx.op.And(nothing, ctx.op.Not(begin_masked))
+    ends = ctx.op.Where(nothing, zero, ends)
+    ctx.op.Slice(ctx.input(0), begins, ends, axes, steps, out=ctx.output(0))
 
 
 def _lower_runtime_strided_slice(ctx, node, rank):
@@ -304,12 +299,12 @@ def _lower_runtime_strided_slice(ctx, node, rank):
             name = int64_input(ctx, index)
             if positions == list(range(n)):
                 return name
-            return ctx.emit("Gather", [name, int64_constant(ctx, positions)], axis=0)[0]
+            return ctx.op.Gather(name, int64_constant(ctx, positions), axis=0)
 
         def choose(mask, a, b):       # mask: a constant bool vector
             if mask.all():
                 return a
-            return ctx.emit("Where", [ctx.constant(mask), a, b])[0] if mask.any() else b
+            return ctx.op.Where(ctx.constant(mask), a, b) if mask.any() else b
 
         begins, ends = pick(1), pick(2)
         strides = const_ints(node, 3)
@@ -323,33 +318,31 @@ def _lower_runtime_strided_slice(ctx, node, rank):
             end_fill = int64_constant(ctx, np.where(forward, INT64_MAX, INT64_MIN))
         else:
             step = choose(shrink, int64_constant(ctx, [1] * len(ranged)), pick(3))
-            forward = ctx.emit("Greater", [step, int64_constant(ctx, 0)])[0]
-            start_fill = ctx.emit("Where", [forward, int64_constant(ctx, 0),
-                                            int64_constant(ctx, INT64_MAX)])[0]
-            end_fill = ctx.emit("Where", [forward, int64_constant(ctx, INT64_MAX),
-                                          int64_constant(ctx, INT64_MIN)])[0]
+            forward = ctx.op.Greater(step, int64_constant(ctx, 0))
+            start_fill = ctx.op.Where(forward, int64_constant(ctx, 0),
+                                      int64_constant(ctx, INT64_MAX))
+            end_fill = ctx.op.Where(forward, int64_constant(ctx, INT64_MAX),
+                                    int64_constant(ctx, INT64_MIN))
         starts = choose(begin_masked, start_fill, begins)
         stops = choose(end_masked, end_fill, ends)
         if strides is None or (~forward & ~begin_masked).any():
             # TF clamps a start below -dim to -1 (nothing) for a negative step, ONNX to 0:
             # such a slice ends at 0, which leaves it empty too.
-            dims = ctx.emit("Gather", [ctx.emit("Shape", [current])[0],
-                                       int64_constant(ctx, [e[1] for e in ranged])], axis=0)[0]
-            below = ctx.emit("Less", [ctx.emit("Add", [begins, dims])[0], int64_constant(ctx, 0)])[0]
-            backward = ctx.emit("Less", [step, int64_constant(ctx, 0)])[0] if strides is None \
+            dims = ctx.op.Gather(ctx.op.Shape(current), int64_constant(ctx, [e[1] for e in ranged]),
+                                 axis=0)
+            below = ctx.op.Less(ctx.op.Add(begins, dims), int64_constant(ctx, 0))
+            backward = ctx.op.Less(step, int64_constant(ctx, 0)) if strides is None \
                 else ctx.constant(~forward)
-            nothing = ctx.emit("And", [ctx.emit("And", [below, backward])[0],
-                                       ctx.constant(~begin_masked)])[0]
-            stops = ctx.emit("Where", [nothing, int64_constant(ctx, 0), stops])[0]
+            nothing = ctx.op.And(ctx.op.And(below, backward), ctx.constant(~begin_masked))
+            stops = ctx.op.Where(nothing, int64_constant(ctx, 0), stops)
         if shrink.any():     # [b, b+1), and [-1, the end) for b = -1
-            last = ctx.emit("Equal", [begins, int64_constant(ctx, -1)])[0]
-            after = ctx.emit("Where", [last, int64_constant(ctx, INT64_MAX),
-                                       ctx.emit("Add", [begins, int64_constant(ctx, 1)])[0]])[0]
+            last = ctx.op.Equal(begins, int64_constant(ctx, -1))
+            after = ctx.op.Where(last, int64_constant(ctx, INT64_MAX),
+                                 ctx.op.Add(begins, int64_constant(ctx, 1)))
             stops = choose(shrink, after, stops)
         reshaped = any(e[0] == "new" for e in layout) or shrink.any()
-        current = ctx.emit("Slice", [current, starts, stops,
-                                     int64_constant(ctx, [e[1] for e in ranged]), step],
-                           1 if reshaped else [ctx.output(0)])[0]
+        current = ctx.op.Slice(current, starts, stops, int64_constant(ctx, [e[1] for e in ranged]),
+                               step, out=None if reshaped else ctx.output(0))
     _squeeze_and_unsqueeze(ctx, current, layout)
 
 
@@ -381,14 +374,17 @@ def _lower_reverse(ctx, node):
     # Slice counts a negative axis from the end of the run-time rank
     axes = sorted({onnx_axis(a, node.inputs[0].desc.rank) for a in axes})
     if not axes:
-        ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)])
+        ctx.op.Identity(ctx.input(0), out=ctx.output(0))
         return
     n = len(axes)
-    ctx.emit("Slice", [ctx.input(0), int64_constant(ctx, [-1] * n), int64_constant(ctx, [INT64_MIN] * n),
-                       int64_constant(ctx, axes), int64_constant(ctx, [-1] * n)], [ctx.output(0)])
+    ctx.op.Slice(ctx.input(0), int64_constant(ctx, [-1] * n), int64_constant(ctx, [INT64_MIN] * n),
+                 int64_constant(ctx, axes), int64_constant(ctx, [-1] * n), out=ctx.output(0))
 
 
-reverse.fold(lambda node, values: [np.flip(values[0], tuple(int(a) for a in values[1].reshape(-1)))])
+@reverse.fold
+def _fold_reverse(node, values):
+    return [np.flip(values[0], tuple(int(a) for a in values[1].reshape(-1)))]
+
 
 reverse_sequence = OPS.declare(
     "ReverseSequence", "Per batch entry b, reverses the first seq_lengths[b] items along seq_dim.") \
@@ -411,11 +407,11 @@ def _lower_reverse_sequence(ctx, node):
         return emit_along(ctx, ctx.input(0), axis, rank)
 
     one = ctx.constant(np.array(1, np.int64))
-    steps = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), emit_dim(ctx, ctx.input(0), seq), one])[0]
-    t = ctx.emit("Reshape", [steps, along(seq)])[0]
-    lengths = ctx.emit("Reshape", [int64_input(ctx, 1), along(batch)])[0]
-    inside = ctx.emit("Less", [t, lengths])[0]
-    mirrored = ctx.emit("Sub", [ctx.emit("Sub", [lengths, one])[0], t])[0]
-    index = ctx.emit("Where", [inside, mirrored, t])[0]
-    index = ctx.emit("Expand", [index, ctx.emit("Shape", [ctx.input(0)])[0]])[0]
-    ctx.emit("GatherElements", [ctx.input(0), index], [ctx.output(0)], axis=seq)
+    steps = ctx.op.Range(ctx.constant(np.array(0, np.int64)), emit_dim(ctx, ctx.input(0), seq), one)
+    t = ctx.op.Reshape(steps, along(seq))
+    lengths = ctx.op.Reshape(int64_input(ctx, 1), along(batch))
+    inside = ctx.op.Less(t, lengths)
+    mirrored = ctx.op.Sub(ctx.op.Sub(lengths, one), t)
+    index = ctx.op.Where(inside, mirrored, t)
+    index = ctx.op.Expand(index, ctx.op.Shape(ctx.input(0)))
+    ctx.op.GatherElements(ctx.input(0), index, out=ctx.output(0), axis=seq)
