@@ -77,18 +77,18 @@ def _infer_blocks(node, what: str, to_batch: bool):
 def _shape_pieces(ctx, x: str, pieces) -> str:
     """An int64 shape vector joined from pieces: ints (constants) or (start, end, op, value)
     ranges of x's shape, each combined elementwise with a constant (op 'Mul'/'Div'/None)."""
-    shape = ctx.emit("Shape", [x])[0]
+    shape = ctx.op.Shape(x)
     parts = []
     for piece in pieces:
         if isinstance(piece, tuple):
             start, end, op, value = piece
-            dims = ctx.emit("Slice", [shape, int64_constant(ctx, [start]), int64_constant(ctx, [end])])[0]
+            dims = ctx.op.Slice(shape, int64_constant(ctx, [start]), int64_constant(ctx, [end]))
             if op:
-                dims = ctx.emit(op, [dims, int64_constant(ctx, value)])[0]
+                dims = getattr(ctx.op, op)(dims, int64_constant(ctx, value))
             parts.append(dims)
         else:
             parts.append(int64_constant(ctx, [piece]))
-    return ctx.emit("Concat", parts, axis=0)[0]
+    return ctx.op.Concat(*parts, axis=0)
 
 
 space_to_batch = OPS.declare("SpaceToBatchND", "Zero-pads the spatial dims and moves blocks of them "
@@ -96,7 +96,9 @@ space_to_batch = OPS.declare("SpaceToBatchND", "Zero-pads the spatial dims and m
     .input("x").input("block_shape", INDEX_TYPES).input("paddings", INDEX_TYPES).output("y")
 
 
-space_to_batch.infer(lambda node: _infer_blocks(node, "paddings", to_batch=True))
+@space_to_batch.infer
+def _infer_space_to_batch(node):
+    return _infer_blocks(node, "paddings", to_batch=True)
 
 
 @space_to_batch.lower
@@ -113,19 +115,19 @@ def _lower_space_to_batch(ctx, node):
     if any(p for pair in pads for p in pair):
         onnx_pads = [0] + [p[0] for p in pads] + [0] * (rank - 1 - m) + [0] + [p[1] for p in pads] \
             + [0] * (rank - 1 - m)
-        x = ctx.emit("Pad", [x, int64_constant(ctx, onnx_pads)])[0]
+        x = ctx.op.Pad(x, int64_constant(ctx, onnx_pads))
     # [B, s1/b1, b1, ..., sM/bM, bM, rest] → [b1..bM, B, s1/b1..sM/bM, rest] → [B*prod(b), ...]
     pieces = [(0, 1, None, None)]
     for i, b in enumerate(block):
         pieces += [(1 + i, 2 + i, "Div", [b]), b]
     pieces.append((1 + m, INT64_MAX, None, None))
-    split = ctx.emit("Reshape", [x, _shape_pieces(ctx, x, pieces)])[0]
+    split = ctx.op.Reshape(x, _shape_pieces(ctx, x, pieces))
     perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] \
         + list(range(2 * m + 1, rank + m))
-    moved = ctx.emit("Transpose", [split], perm=perm)[0]
+    moved = ctx.op.Transpose(split, perm=perm)
     target = _shape_pieces(ctx, x, [(0, 1, "Mul", [int(np.prod(block))]),
                                     (1, 1 + m, "Div", block), (1 + m, INT64_MAX, None, None)])
-    ctx.emit("Reshape", [moved, target], [ctx.output(0)])
+    ctx.op.Reshape(moved, target, out=ctx.output(0))
 
 
 batch_to_space = OPS.declare("BatchToSpaceND", "Moves blocks of the batch dim back into the "
@@ -133,7 +135,9 @@ batch_to_space = OPS.declare("BatchToSpaceND", "Moves blocks of the batch dim ba
     .input("x").input("block_shape", INDEX_TYPES).input("crops", INDEX_TYPES).output("y")
 
 
-batch_to_space.infer(lambda node: _infer_blocks(node, "crops", to_batch=False))
+@batch_to_space.infer
+def _infer_batch_to_space(node):
+    return _infer_blocks(node, "crops", to_batch=False)
 
 
 @batch_to_space.lower
@@ -148,21 +152,21 @@ def _lower_batch_to_space(ctx, node):
         raise ConversionError("the input rank must be known")
     x, total = ctx.input(0), int(np.prod(block))
     # [b1..bM, B, s1..sM, rest] → [B, s1, b1, ..., sM, bM, rest] → [B, s1*b1, ..., rest]
-    split = ctx.emit("Reshape", [x, _shape_pieces(ctx, x, list(block) + [(0, 1, "Div", [total]),
-                                                                         (1, INT64_MAX, None, None)])])[0]
+    split = ctx.op.Reshape(x, _shape_pieces(ctx, x, list(block) + [(0, 1, "Div", [total]),
+                                                                  (1, INT64_MAX, None, None)]))
     perm = [m]
     for i in range(m):
         perm += [m + 1 + i, i]
     perm += list(range(2 * m + 1, rank + m))
-    moved = ctx.emit("Transpose", [split], perm=perm)[0]
+    moved = ctx.op.Transpose(split, perm=perm)
     target = _shape_pieces(ctx, x, [(0, 1, "Div", [total]), (1, 1 + m, "Mul", block),
                                     (1 + m, INT64_MAX, None, None)])
     cropped = any(c for pair in crops for c in pair)
-    joined = ctx.emit("Reshape", [moved, target], 1 if cropped else [ctx.output(0)])[0]
+    joined = ctx.op.Reshape(moved, target, out=None if cropped else ctx.output(0))
     if cropped:
-        ctx.emit("Slice", [joined, int64_constant(ctx, [c[0] for c in crops]),
-                           int64_constant(ctx, [-c[1] if c[1] else INT64_MAX for c in crops]),
-                           int64_constant(ctx, range(1, 1 + m))], [ctx.output(0)])
+        ctx.op.Slice(joined, int64_constant(ctx, [c[0] for c in crops]),
+                     int64_constant(ctx, [-c[1] if c[1] else INT64_MAX for c in crops]),
+                     int64_constant(ctx, range(1, 1 + m)), out=ctx.output(0))
 
 
 # -- run-time block shapes, paddings and crops ------------------------------------------------
@@ -174,55 +178,54 @@ def _runtime_geometry(ctx, node):
         raise ConversionError("run-time block_shape/paddings need the input rank and the "
                               "length of block_shape")
     block, pairs = int64_input(ctx, 1), int64_input(ctx, 2)
-    columns = [ctx.emit("Gather", [pairs, int64_constant(ctx, side)], axis=1)[0] for side in (0, 1)]
+    columns = [ctx.op.Gather(pairs, int64_constant(ctx, side), axis=1) for side in (0, 1)]
     return rank, m, block, columns
 
 
 def _dims(ctx, shape, start, end):
-    return ctx.emit("Slice", [shape, int64_constant(ctx, [start]), int64_constant(ctx, [end])])[0]
+    return ctx.op.Slice(shape, int64_constant(ctx, [start]), int64_constant(ctx, [end]))
 
 
 def _lower_runtime_space_to_batch(ctx, node):
     rank, m, block, (before, after) = _runtime_geometry(ctx, node)
     zeros = int64_constant(ctx, [0])
     rest = [int64_constant(ctx, [0] * (rank - 1 - m))] if rank > 1 + m else []
-    pads = ctx.emit("Concat", [zeros, before] + rest + [zeros, after] + rest, axis=0)[0]
-    x = ctx.emit("Pad", [ctx.input(0), pads])[0]
-    shape = ctx.emit("Shape", [x])[0]
+    pads = ctx.op.Concat(zeros, before, *rest, zeros, after, *rest, axis=0)
+    x = ctx.op.Pad(ctx.input(0), pads)
+    shape = ctx.op.Shape(x)
     batch, spatial, tail = _dims(ctx, shape, 0, 1), _dims(ctx, shape, 1, 1 + m), _dims(ctx, shape, 1 + m, INT64_MAX)
-    blocks = ctx.emit("Div", [spatial, block])[0]
+    blocks = ctx.op.Div(spatial, block)
     # [B, s1/b1, b1, ..., sM/bM, bM, rest] → [b1..bM, B, s1/b1..sM/bM, rest] → [B*prod(b), ...]
     one = int64_constant(ctx, [1])
-    pairs = ctx.emit("Concat", [ctx.emit("Unsqueeze", [blocks, one])[0],
-                                ctx.emit("Unsqueeze", [block, one])[0]], axis=1)[0]
-    interleaved = ctx.emit("Reshape", [pairs, int64_constant(ctx, [-1])])[0]
-    split = ctx.emit("Reshape", [x, ctx.emit("Concat", [batch, interleaved, tail], axis=0)[0]])[0]
+    pairs = ctx.op.Concat(ctx.op.Unsqueeze(blocks, one), ctx.op.Unsqueeze(block, one), axis=1)
+    interleaved = ctx.op.Reshape(pairs, int64_constant(ctx, [-1]))
+    split = ctx.op.Reshape(x, ctx.op.Concat(batch, interleaved, tail, axis=0))
     perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] \
         + list(range(2 * m + 1, rank + m))
-    moved = ctx.emit("Transpose", [split], perm=perm)[0]
-    total = ctx.emit("ReduceProd", [block], keepdims=1)[0]
-    target = ctx.emit("Concat", [ctx.emit("Mul", [batch, total])[0], blocks, tail], axis=0)[0]
-    ctx.emit("Reshape", [moved, target], [ctx.output(0)])
+    moved = ctx.op.Transpose(split, perm=perm)
+    total = ctx.op.ReduceProd(block, keepdims=1)
+    target = ctx.op.Concat(ctx.op.Mul(batch, total), blocks, tail, axis=0)
+    ctx.op.Reshape(moved, target, out=ctx.output(0))
 
 
 def _lower_runtime_batch_to_space(ctx, node):
     rank, m, block, (before, after) = _runtime_geometry(ctx, node)
     x = ctx.input(0)
-    shape = ctx.emit("Shape", [x])[0]
-    total = ctx.emit("ReduceProd", [block], keepdims=1)[0]
-    batch = ctx.emit("Div", [_dims(ctx, shape, 0, 1), total])[0]
+    shape = ctx.op.Shape(x)
+    total = ctx.op.ReduceProd(block, keepdims=1)
+    batch = ctx.op.Div(_dims(ctx, shape, 0, 1), total)
     spatial, tail = _dims(ctx, shape, 1, 1 + m), _dims(ctx, shape, 1 + m, INT64_MAX)
     # [b1..bM, B, s1..sM, rest] → [B, s1, b1, ..., sM, bM, rest] → [B, s1*b1, ..., rest]
-    split = ctx.emit("Reshape", [x, ctx.emit("Concat", [block, batch, spatial, tail], axis=0)[0]])[0]
+    split = ctx.op.Reshape(x, ctx.op.Concat(block, batch, spatial, tail, axis=0))
     perm = [m]
     for i in range(m):
         perm += [m + 1 + i, i]
     perm += list(range(2 * m + 1, rank + m))
-    moved = ctx.emit("Transpose", [split], perm=perm)[0]
-    grown = ctx.emit("Mul", [spatial, block])[0]
-    joined = ctx.emit("Reshape", [moved, ctx.emit("Concat", [batch, grown, tail], axis=0)[0]])[0]
-    ctx.emit("Slice", [joined, before, ctx.emit("Sub", [grown, after])[0],
-                       int64_constant(ctx, range(1, 1 + m))], [ctx.output(0)])
+    moved = ctx.op.Transpose(split, perm=perm)
+    grown = ctx.op.Mul(spatial, block)
+    joined = ctx.op.Reshape(moved, ctx.op.Concat(batch, grown, tail, axis=0))
+    ctx.op.Slice(joined, before, ctx.op.Sub(grown, after), int64_constant(ctx, range(1, 1 + m)),
+                 out=ctx.output(0))
 
 
 def _depth_op(op_type, doc):
@@ -269,13 +272,13 @@ def _infer_depth_to_space(node):
 def _lower_depth_to_space(ctx, node):
     b, x = _check_depth_attrs(node), ctx.input(0)
     if data_layout(node, 0, 4) == "NCHW":      # ONNX's own layout and (DCR) channel order
-        ctx.emit("DepthToSpace", [x], [ctx.output(0)], blocksize=b, mode="DCR")
+        ctx.op.DepthToSpace(x, out=ctx.output(0), blocksize=b, mode="DCR")
         return
     # [N, H, W, b, b, C'] → [N, H, b, W, b, C'] → [N, H*b, W*b, C']
-    split = ctx.emit("Reshape", [x, int64_constant(ctx, [0, 0, 0, b, b, -1])])[0]
-    moved = ctx.emit("Transpose", [split], perm=[0, 1, 3, 2, 4, 5])[0]
+    split = ctx.op.Reshape(x, int64_constant(ctx, [0, 0, 0, b, b, -1]))
+    moved = ctx.op.Transpose(split, perm=[0, 1, 3, 2, 4, 5])
     target = _shape_pieces(ctx, x, [(0, 1, None, None), (1, 3, "Mul", [b, b]), (3, 4, "Div", [b * b])])
-    ctx.emit("Reshape", [moved, target], [ctx.output(0)])
+    ctx.op.Reshape(moved, target, out=ctx.output(0))
 
 
 space_to_depth = _depth_op("SpaceToDepth", "Moves b x b spatial blocks into the channels (the "
@@ -301,10 +304,10 @@ def _infer_space_to_depth(node):
 def _lower_space_to_depth(ctx, node):
     b, x = _check_depth_attrs(node), ctx.input(0)
     if data_layout(node, 0, 4) == "NCHW":      # ONNX's own layout and channel order
-        ctx.emit("SpaceToDepth", [x], [ctx.output(0)], blocksize=b)
+        ctx.op.SpaceToDepth(x, out=ctx.output(0), blocksize=b)
         return
     # [N, H/b, b, W/b, b, C] → [N, H/b, W/b, b, b, C] → [N, H/b, W/b, b*b*C]
-    split = ctx.emit("Reshape", [x, _shape_pieces(ctx, x, [(0, 1, None, None), (1, 2, "Div", [b]), b,
-                                                           (2, 3, "Div", [b]), b, (3, 4, None, None)])])[0]
-    moved = ctx.emit("Transpose", [split], perm=[0, 1, 3, 2, 4, 5])[0]
-    ctx.emit("Reshape", [moved, int64_constant(ctx, [0, 0, 0, -1])], [ctx.output(0)])
+    split = ctx.op.Reshape(x, _shape_pieces(ctx, x, [(0, 1, None, None), (1, 2, "Div", [b]), b,
+                                                    (2, 3, "Div", [b]), b, (3, 4, None, None)]))
+    moved = ctx.op.Transpose(split, perm=[0, 1, 3, 2, 4, 5])
+    ctx.op.Reshape(moved, int64_constant(ctx, [0, 0, 0, -1]), out=ctx.output(0))
