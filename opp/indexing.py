@@ -62,7 +62,7 @@ def _lower_gather_v2(ctx, node):
         raise ConversionError("a gather with batch_dims needs a constant axis")
     if batch == 0:      # ONNX Gather counts a negative axis from the end itself
         a = onnx_axis(axis[0], node.inputs[0].desc.rank)
-        ctx.emit("Gather", [ctx.input(0), ctx.input(1)], [ctx.output(0)], axis=a)
+        ctx.op.Gather(ctx.input(0), ctx.input(1), out=ctx.output(0), axis=a)
         return
     a = normalize_axis(axis[0], node.inputs[0].desc.rank)
     if batch > a:
@@ -74,20 +74,19 @@ def _lower_runtime_axis_gather(ctx):
     """An axis known at run time (tf.signal.frame on a signal of unknown rank): x as
     [outer, dim, inner] around the axis, gathered along dim 1 and given back its dims."""
     i64 = lambda v: int64_constant(ctx, v)
-    shape = ctx.emit("Shape", [ctx.input(0)])[0]
-    axis = ctx.emit("Reshape", [scalar_int64_input(ctx, 2), i64([1])])[0]
-    negative = ctx.emit("Less", [axis, i64(0)])[0]
-    axis = ctx.emit("Where", [negative, ctx.emit("Add", [axis, ctx.emit("Shape", [shape])[0]])[0],
-                              axis])[0]
-    after = ctx.emit("Add", [axis, i64([1])])[0]
-    outer = ctx.emit("Slice", [shape, i64([0]), axis])[0]
-    inner = ctx.emit("Slice", [shape, after, i64([2 ** 62])])[0]
-    size = lambda dims: ctx.emit("ReduceProd", [dims], keepdims=1)[0]
-    flat = ctx.emit("Reshape", [ctx.input(0), ctx.emit("Concat", [
-        size(outer), ctx.emit("Slice", [shape, axis, after])[0], size(inner)], axis=0)[0]])[0]
-    gathered = ctx.emit("Gather", [flat, ctx.input(1)], axis=1)[0]
-    dims = ctx.emit("Concat", [outer, ctx.emit("Shape", [ctx.input(1)])[0], inner], axis=0)[0]
-    ctx.emit("Reshape", [gathered, dims], [ctx.output(0)])
+    shape = ctx.op.Shape(ctx.input(0))
+    axis = ctx.op.Reshape(scalar_int64_input(ctx, 2), i64([1]))
+    negative = ctx.op.Less(axis, i64(0))
+    axis = ctx.op.Where(negative, ctx.op.Add(axis, ctx.op.Shape(shape)), axis)
+    after = ctx.op.Add(axis, i64([1]))
+    outer = ctx.op.Slice(shape, i64([0]), axis)
+    inner = ctx.op.Slice(shape, after, i64([2 ** 62]))
+    size = lambda dims: ctx.op.ReduceProd(dims, keepdims=1)
+    flat = ctx.op.Reshape(ctx.input(0), ctx.op.Concat(size(outer), ctx.op.Slice(shape, axis, after),
+                                                      size(inner), axis=0))
+    gathered = ctx.op.Gather(flat, ctx.input(1), axis=1)
+    dims = ctx.op.Concat(outer, ctx.op.Shape(ctx.input(1)), inner, axis=0)
+    ctx.op.Reshape(gathered, dims, out=ctx.output(0))
 
 
 @gather_v2.fold
@@ -110,17 +109,17 @@ def _lower_batched_gather(ctx, node, axis, batch):
                               f"(to move the axis), and it is unknown")
     if middle:
         perm = list(range(batch)) + [axis] + list(range(batch, axis)) + list(range(axis + 1, rank))
-        x = ctx.emit("Transpose", [x], perm=perm)[0]
-    indices = ctx.emit("Unsqueeze", [int64_input(ctx, 1), ctx.constant(np.array([-1], np.int64))])[0]
+        x = ctx.op.Transpose(x, perm=perm)
+    indices = ctx.op.Unsqueeze(int64_input(ctx, 1), ctx.constant(np.array([-1], np.int64)))
     if not middle:
-        ctx.emit("GatherND", [x, indices], [ctx.output(0)], batch_dims=batch)
+        ctx.op.GatherND(x, indices, out=ctx.output(0), batch_dims=batch)
         return
-    gathered = ctx.emit("GatherND", [x, indices], batch_dims=batch)[0]
+    gathered = ctx.op.GatherND(x, indices, batch_dims=batch)
     k = index_rank - batch                     # the gathered dims, now right after the batch
     out_rank = rank - 1 + k
     perm = (list(range(batch)) + list(range(batch + k, batch + k + middle))
             + list(range(batch, batch + k)) + list(range(batch + k + middle, out_rank)))
-    ctx.emit("Transpose", [gathered], [ctx.output(0)], perm=perm)
+    ctx.op.Transpose(gathered, out=ctx.output(0), perm=perm)
 
 
 gather_nd = OPS.declare("GatherNd", "Slices of params at the index tuples in the last dim of indices.") \
@@ -138,24 +137,29 @@ def _infer_gather_nd(node):
     return [TensorDesc(params.dtype, indices.shape[:-1] + params.shape[depth:])]
 
 
-gather_nd.lower(lambda ctx, node: ctx.emit("GatherND", [ctx.input(0), int64_input(ctx, 1)],
-                                           [ctx.output(0)]))
+@gather_nd.lower
+def _lower_gather_nd(ctx, node):
+    ctx.op.GatherND(ctx.input(0), int64_input(ctx, 1), out=ctx.output(0))
 
 
 # -- scatter ---------------------------------------------------------------------------------
 def _scatter(ctx, data: str, indices: str, updates: str, dtype: str, reduction: str) -> None:
     """ONNX ScatterND (float16 'add' runs in float32, onnxruntime has no kernel for it)."""
     if dtype in ("float16", "bfloat16") and reduction == "add":
-        result = ctx.emit("ScatterND", [emit_cast(ctx, data, "float32"), indices,
-                                        emit_cast(ctx, updates, "float32")], reduction=reduction)[0]
+        result = ctx.op.ScatterND(emit_cast(ctx, data, "float32"), indices,
+                                  emit_cast(ctx, updates, "float32"), reduction=reduction)
         emit_cast(ctx, result, dtype, ctx.output(0))
         return
-    ctx.emit("ScatterND", [data, indices, updates], [ctx.output(0)], reduction=reduction)
+    ctx.op.ScatterND(data, indices, updates, out=ctx.output(0), reduction=reduction)
 
 
 scatter_nd = OPS.declare("ScatterNd", "Zeros of `shape` with updates summed in at indices.") \
     .input("indices", INDEX_TYPES).input("updates").input("shape", INDEX_TYPES).output("y")
-scatter_nd.infer(lambda node: infer_from_shape_input(node, 2, node.inputs[1].desc.dtype))
+
+
+@scatter_nd.infer
+def _infer_scatter_nd(node):
+    return infer_from_shape_input(node, 2, node.inputs[1].desc.dtype)
 
 
 @scatter_nd.lower
@@ -163,7 +167,7 @@ def _lower_scatter_nd(ctx, node):
     dtype = node.inputs[1].desc.dtype
     zero = np.zeros(1, numpy_dtype(dtype))
     from onnx import numpy_helper
-    zeros = ctx.emit("ConstantOfShape", [int64_input(ctx, 2)], value=numpy_helper.from_array(zero))[0]
+    zeros = ctx.op.ConstantOfShape(int64_input(ctx, 2), value=numpy_helper.from_array(zero))
     _scatter(ctx, zeros, int64_input(ctx, 0), ctx.input(1), dtype, "add")
 
 
@@ -171,8 +175,11 @@ def _tensor_scatter(op_type, reduction, doc):
     proto = OPS.declare(op_type, doc).input("tensor").input("indices", INDEX_TYPES).input("updates") \
         .output("y")
     proto.infer(same_as_input)
-    proto.lower(lambda ctx, node: _scatter(ctx, ctx.input(0), int64_input(ctx, 1), ctx.input(2),
-                                           node.inputs[0].desc.dtype, reduction))
+
+    @proto.lower
+    def lower(ctx, node):
+        _scatter(ctx, ctx.input(0), int64_input(ctx, 1), ctx.input(2), node.inputs[0].desc.dtype,
+                 reduction)
     return proto
 
 
@@ -183,7 +190,11 @@ _tensor_scatter("TensorScatterAdd", "add", "tensor with updates added at indices
 NONZERO_TYPES = ("float16", "float32", "uint8", "int32", "int64", "bool")
 where = OPS.declare("Where", "The coordinates of the true (non-zero) entries of x, int64 [n, rank].") \
     .input("x").output("index", ("int64",))
-where.infer(lambda node: [TensorDesc("int64", (None, node.inputs[0].desc.rank))])
+
+
+@where.infer
+def _infer_where(node):
+    return [TensorDesc("int64", (None, node.inputs[0].desc.rank))]
 
 
 @where.lower
@@ -191,8 +202,8 @@ def _lower_where(ctx, node):
     x = ctx.input(0)
     if node.inputs[0].desc.dtype not in NONZERO_TYPES:
         x = emit_cast(ctx, x, "bool")
-    coords = ctx.emit("NonZero", [x])[0]
-    ctx.emit("Transpose", [coords], [ctx.output(0)], perm=[1, 0])
+    coords = ctx.op.NonZero(x)
+    ctx.op.Transpose(coords, out=ctx.output(0), perm=[1, 0])
 
 
 one_hot = OPS.declare("OneHot", "on_value where indices == position along the new dim `axis`, "
@@ -226,21 +237,20 @@ def _lower_one_hot(ctx, node):
         a = _one_hot_axis(node, rank)
     elif a < -1:
         raise ConversionError(f"axis {a} is out of range")
-    indices = ctx.emit("Unsqueeze", [int64_input(ctx, 0), int64_constant(ctx, [a])])[0]
-    positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)), scalar_int64_input(ctx, 1),
-                                   ctx.constant(np.array(1, np.int64))])[0]
+    indices = ctx.op.Unsqueeze(int64_input(ctx, 0), int64_constant(ctx, [a]))
+    positions = ctx.op.Range(ctx.constant(np.array(0, np.int64)), scalar_int64_input(ctx, 1),
+                             ctx.constant(np.array(1, np.int64)))
     if rank is not None:
         target = int64_constant(ctx, [-1] + [1] * (rank - a))
     elif a == -1:       # the last axis: the positions broadcast as they are
         target = int64_constant(ctx, [-1])
     else:               # the indices rank at run time: [-1, 1, ..., 1] (rank - axis ones)
-        ones = ctx.emit("Sub", [ctx.emit("Size", [ctx.emit("Shape", [ctx.input(0)])[0]])[0],
-                                int64_constant(ctx, a)])[0]
-        ones = ctx.emit("Expand", [int64_constant(ctx, [1]),
-                                   ctx.emit("Reshape", [ones, int64_constant(ctx, [1])])[0]])[0]
-        target = ctx.emit("Concat", [int64_constant(ctx, [-1]), ones], axis=0)[0]
-    positions = ctx.emit("Reshape", [positions, target])[0]
-    hit = ctx.emit("Equal", [indices, positions])[0]
+        ones = ctx.op.Sub(ctx.op.Size(ctx.op.Shape(ctx.input(0))), int64_constant(ctx, a))
+        ones = ctx.op.Expand(int64_constant(ctx, [1]),
+                             ctx.op.Reshape(ones, int64_constant(ctx, [1])))
+        target = ctx.op.Concat(int64_constant(ctx, [-1]), ones, axis=0)
+    positions = ctx.op.Reshape(positions, target)
+    hit = ctx.op.Equal(indices, positions)
     emit_where(ctx, hit, ctx.input(2), ctx.input(3), node.inputs[2].desc.dtype, ctx.output(0))
 
 
@@ -269,11 +279,11 @@ def _lower_unique(ctx, node):
             raise ConversionError(f"Unique of {dtype} is not supported")
         x = emit_cast(ctx, x, wide)
     values, inverse = ctx.fresh("unique_values"), ctx.fresh("unique_inverse")
-    ctx.emit("Unique", [x], [values, ctx.fresh("first"), inverse, ctx.fresh("counts")], sorted=0)
+    ctx.op.Unique(x, outputs=[values, ctx.fresh("first"), inverse, ctx.fresh("counts")], sorted=0)
     if wide:
         emit_cast(ctx, values, dtype, ctx.output(0))
     else:
-        ctx.emit("Identity", [values], [ctx.output(0)])
+        ctx.op.Identity(values, out=ctx.output(0))
     cast_from_int64(ctx, inverse, node.attrs["out_idx"], ctx.output(1))
 
 
@@ -285,12 +295,13 @@ invert_permutation.infer(same_as_input)
 @invert_permutation.lower
 def _lower_invert_permutation(ctx, node):
     dtype = node.inputs[0].desc.dtype
-    positions = ctx.emit("Range", [ctx.constant(np.array(0, np.int64)),
-                                   ctx.emit("Size", [ctx.input(0)])[0],
-                                   ctx.constant(np.array(1, np.int64))])[0]
+    positions = ctx.op.Range(ctx.constant(np.array(0, np.int64)), ctx.op.Size(ctx.input(0)),
+                             ctx.constant(np.array(1, np.int64)))
     if dtype != "int64":
         positions = emit_cast(ctx, positions, dtype)
-    ctx.emit("ScatterElements", [ctx.input(0), ctx.input(0), positions], [ctx.output(0)], axis=0)
+    ctx.op.ScatterElements(ctx.input(0), ctx.input(0), positions, out=ctx.output(0), axis=0)
 
 
-invert_permutation.fold(lambda node, values: [np.argsort(values[0]).astype(values[0].dtype)])
+@invert_permutation.fold
+def _fold_invert_permutation(node, values):
+    return [np.argsort(values[0]).astype(values[0].dtype)]
