@@ -84,7 +84,7 @@ def compute_input(ctx, index, dtype, supported=ORT_CONV_TYPES):
     value = ctx.const_input(index)
     if value is not None:
         return ctx.constant(np.asarray(value, np.float32), "as_float32")
-    return ctx.emit("Cast", [ctx.input(index)], to=ONNX_DTYPES["float32"])[0]
+    return ctx.op.Cast(ctx.input(index), to=ONNX_DTYPES["float32"])
 
 
 def emit_spatial(ctx, data_format, op_type, inputs, dtype, supported=ORT_CONV_TYPES, output=None,
@@ -99,14 +99,14 @@ def emit_spatial(ctx, data_format, op_type, inputs, dtype, supported=ORT_CONV_TY
     rank = len(data_format)
     x = inputs[0]
     if channels_last:
-        x = ctx.emit("Transpose", [x], perm=[0, rank - 1] + list(range(1, rank - 1)))[0]
+        x = ctx.op.Transpose(x, perm=[0, rank - 1] + list(range(1, rank - 1)))
     direct = not channels_last and not cast_back
-    y = ctx.emit(op_type, [x] + list(inputs[1:]), [output] if direct else 1, **attrs)[0]
+    y = getattr(ctx.op, op_type)(x, *inputs[1:], out=output if direct else None, **attrs)
     if channels_last:
-        y = ctx.emit("Transpose", [y], [output] if not cast_back else 1,
-                     perm=[0] + list(range(2, rank)) + [1])[0]
+        y = ctx.op.Transpose(y, out=output if not cast_back else None,
+                             perm=[0] + list(range(2, rank)) + [1])
     if cast_back:
-        ctx.emit("Cast", [y], [output], to=ONNX_DTYPES[dtype])
+        ctx.op.Cast(y, out=output, to=ONNX_DTYPES[dtype])
 
 
 def windowed_shape(node, x, kernel, out_channels, data_format):
@@ -199,11 +199,11 @@ def _onnx_weight(ctx, node, index, dtype, to_tf, new_shape):
         return ctx.constant(w.transpose(perm), "filter_onnx")
     name = compute_input(ctx, index, dtype)
     if not new_shape:
-        return ctx.emit("Transpose", [name], perm=[to_tf[p] for p in perm])[0]
+        return ctx.op.Transpose(name, perm=[to_tf[p] for p in perm])
     if to_tf != sorted(to_tf):
-        name = ctx.emit("Transpose", [name], perm=to_tf)[0]
-    name = ctx.emit("Reshape", [name, ctx.constant(np.array(new_shape, np.int64))])[0]
-    return ctx.emit("Transpose", [name], perm=perm)[0]
+        name = ctx.op.Transpose(name, perm=to_tf)
+    name = ctx.op.Reshape(name, ctx.constant(np.array(new_shape, np.int64)))
+    return ctx.op.Transpose(name, perm=perm)
 
 
 def _block_diagonal(ctx, w, x, channel_axis, rank, dtype):
@@ -212,20 +212,19 @@ def _block_diagonal(ctx, w, x, channel_axis, rank, dtype):
     (out, in, spatial...) of the same grouped convolution: w tiled along its input channels,
     zero where an output channel's group is not the input channel's."""
     i64 = lambda v: ctx.constant(np.array(v, np.int64))
-    dim = lambda t, a: ctx.emit("Gather", [ctx.emit("Shape", [t])[0], i64(a)], axis=0)[0]
+    dim = lambda t, a: ctx.op.Gather(ctx.op.Shape(t), i64(a), axis=0)
     out, per_group_in, channels = dim(w, 0), dim(w, 1), dim(x, channel_axis)
-    groups = ctx.emit("Div", [channels, per_group_in])[0]
-    repeats = ctx.emit("Concat", [i64([1]), ctx.emit("Unsqueeze", [groups, i64([0])])[0],
-                                  i64([1] * (rank - 2))], axis=0)[0]
-    tiled = ctx.emit("Tile", [w, repeats])[0]
-    per_group_out = ctx.emit("Div", [out, groups])[0]
-    out_group = ctx.emit("Div", [ctx.emit("Range", [i64(0), out, i64(1)])[0], per_group_out])[0]
-    in_group = ctx.emit("Div", [ctx.emit("Range", [i64(0), channels, i64(1)])[0], per_group_in])[0]
-    same = ctx.emit("Equal", [ctx.emit("Unsqueeze", [out_group, i64([1])])[0],
-                              ctx.emit("Unsqueeze", [in_group, i64([0])])[0]])[0]
-    mask = ctx.emit("Cast", [same], to=ONNX_DTYPES[dtype])[0]
-    mask = ctx.emit("Unsqueeze", [mask, i64(list(range(2, rank)))])[0]
-    return ctx.emit("Mul", [tiled, mask])[0]
+    groups = ctx.op.Div(channels, per_group_in)
+    repeats = ctx.op.Concat(i64([1]), ctx.op.Unsqueeze(groups, i64([0])), i64([1] * (rank - 2)),
+                            axis=0)
+    tiled = ctx.op.Tile(w, repeats)
+    per_group_out = ctx.op.Div(out, groups)
+    out_group = ctx.op.Div(ctx.op.Range(i64(0), out, i64(1)), per_group_out)
+    in_group = ctx.op.Div(ctx.op.Range(i64(0), channels, i64(1)), per_group_in)
+    same = ctx.op.Equal(ctx.op.Unsqueeze(out_group, i64([1])), ctx.op.Unsqueeze(in_group, i64([0])))
+    mask = ctx.op.Cast(same, to=ONNX_DTYPES[dtype])
+    mask = ctx.op.Unsqueeze(mask, i64(list(range(2, rank))))
+    return ctx.op.Mul(tiled, mask)
 
 
 # -- Conv2D, DepthwiseConv2D, Conv3D ------------------------------------------------------------------
@@ -289,18 +288,27 @@ def _conv_common(proto, rank):
 
 conv2d = _conv_common(OPS.declare("Conv2D", "2-D convolution; data NHWC or NCHW, filter HWCN, as "
                                             "their formats say."), 4)
-conv2d.infer(lambda node: _infer_conv(node))
-conv2d.lower(lambda ctx, node: _lower_conv(ctx, node))
+conv2d.infer(_infer_conv)
+conv2d.lower(_lower_conv)
 
 depthwise = _conv_common(OPS.declare("DepthwiseConv2D", "Depthwise 2-D convolution; filter HWCN "
                                                          "with N the channel multiplier."), 4)
-depthwise.infer(lambda node: _infer_conv(node, depthwise=True))
-depthwise.lower(lambda ctx, node: _lower_conv(ctx, node, depthwise=True))
+
+
+@depthwise.infer
+def _infer_depthwise(node):
+    return _infer_conv(node, depthwise=True)
+
+
+@depthwise.lower
+def _lower_depthwise(ctx, node):
+    _lower_conv(ctx, node, depthwise=True)
+
 
 conv3d = _conv_common(OPS.declare("Conv3D", "3-D convolution; data NDHWC or NCDHW, filter DHWCN, "
                                             "as their formats say."), 5)
-conv3d.infer(lambda node: _infer_conv(node))
-conv3d.lower(lambda ctx, node: _lower_conv(ctx, node))
+conv3d.infer(_infer_conv)
+conv3d.lower(_lower_conv)
 
 
 # -- transposed convolution (the gradient of a convolution with respect to its input) ------------
@@ -399,8 +407,8 @@ def _lower_runtime_conv_transpose(ctx, node, fmt, kernel, strides, dilations, ou
     if None in out_spatial:
         sizes = ctx.input(0)
         if ctx.input_desc(0).dtype != "int64":
-            sizes = ctx.emit("Cast", [sizes], to=ONNX_DTYPES["int64"])[0]
-        out = ctx.emit("Gather", [sizes, ints(axes)], axis=0)[0]
+            sizes = ctx.op.Cast(sizes, to=ONNX_DTYPES["int64"])
+        out = ctx.op.Gather(sizes, ints(axes), axis=0)
     else:
         out = ints(out_spatial)
     effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
@@ -414,16 +422,16 @@ def _lower_runtime_conv_transpose(ctx, node, fmt, kernel, strides, dilations, ou
                                 strides, dilations)[:n])
     else:   # SAME: total = max((ceil(out / s) - 1) * s + effective - out, 0)
         step = ints(strides)
-        blocks = ctx.emit("Div", [ctx.emit("Add", [out, ints([st - 1 for st in strides])])[0], step])[0]
-        span = ctx.emit("Mul", [ctx.emit("Sub", [blocks, ints(1)])[0], step])[0]
-        total = ctx.emit("Sub", [ctx.emit("Add", [span, ints(effective)])[0], out])[0]
-        total = ctx.emit("Max", [total, ints(0)])[0]
-        before = ctx.emit("Div", [total, ints(2)])[0]
-    stop = ctx.emit("Add", [before, out])[0]
-    window = ctx.emit("Slice", [full, before, stop, ints(axes)])[0]
-    reached = ctx.emit("Gather", [ctx.emit("Shape", [full])[0], ints(axes)], axis=0)[0]
-    missing = ctx.emit("Max", [ctx.emit("Sub", [stop, reached])[0], ints(0)])[0]
+        blocks = ctx.op.Div(ctx.op.Add(out, ints([st - 1 for st in strides])), step)
+        span = ctx.op.Mul(ctx.op.Sub(blocks, ints(1)), step)
+        total = ctx.op.Sub(ctx.op.Add(span, ints(effective)), out)
+        total = ctx.op.Max(total, ints(0))
+        before = ctx.op.Div(total, ints(2))
+    stop = ctx.op.Add(before, out)
+    window = ctx.op.Slice(full, before, stop, ints(axes))
+    reached = ctx.op.Gather(ctx.op.Shape(full), ints(axes), axis=0)
+    missing = ctx.op.Max(ctx.op.Sub(stop, reached), ints(0))
     rank = len(fmt)
-    pads = ctx.emit("Concat", [ints([0] * (rank + first)), missing,
-                               ints([0] * (rank - first - n))], axis=0)[0]
-    ctx.emit("Pad", [window, pads], [ctx.output(0)])
+    pads = ctx.op.Concat(ints([0] * (rank + first)), missing, ints([0] * (rank - first - n)),
+                         axis=0)
+    ctx.op.Pad(window, pads, out=ctx.output(0))
