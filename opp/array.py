@@ -8,8 +8,9 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import DTYPES, INDEX_TYPES, dtype_of_numpy, numpy_dtype
+from tf2ir.opp.coordinates import lower_flat_symmetric_pad, lower_runtime_transpose
+from tf2ir.opp.emitting import cast_from_int64, emit_cast, emit_dim, int64_input
 from tf2ir.opp.spectral import COMPLEX, check_pair_outputs, pair_input
-from tf2ir.opp.emitting import Emitter, cast_from_int64, emit_cast, emit_dim, int64_input
 from tf2ir.opp.shapes import (
     INT64_MIN, const_ints, normalize_axis, partial_ints, same_as_input, scalar_int,
 )
@@ -27,30 +28,53 @@ def _infer_const(node):
     return [TensorDesc(dtype_of_numpy(value.dtype), tuple(value.shape), desc.format, desc.origin_format)]
 
 
-const.lower(lambda ctx, node: ctx.initializer(ctx.output(0), node.attrs["value"]))
+@const.lower
+def _lower_const(ctx, node):
+    ctx.initializer(ctx.output(0), node.attrs["value"])
+
 
 identity = OPS.declare("Identity", "Returns its input.").input("x").output("y")
 identity.infer(same_as_input)
-identity.lower(lambda ctx, node: ctx.emit("Identity", [ctx.input(0)], [ctx.output(0)]))
+
+
+@identity.lower
+def _lower_identity(ctx, node):
+    ctx.op.Identity(ctx.input(0), out=ctx.output(0))
+
 
 identity_n = OPS.declare("IdentityN", "Returns x0..xN-1 as y0..yN-1.") \
     .dynamic_input("x", count_attr="N").dynamic_output("y", count_attr="N").attr("N", "int")
-identity_n.infer(lambda node: [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
-                               for v in node.inputs])
+
+
+@identity_n.infer
+def _infer_identity_n(node):
+    return [TensorDesc(v.desc.dtype, v.desc.shape, v.desc.format, v.desc.origin_format)
+            for v in node.inputs]
 
 
 @identity_n.lower
 def _lower_identity_n(ctx, node):
     for i in range(len(node.inputs)):
-        ctx.emit("Identity", [ctx.input(i)], [ctx.output(i)])
+        ctx.op.Identity(ctx.input(i), out=ctx.output(i))
 
 
 cast = OPS.declare("Cast", "Converts to `dst_type`.").input("x").output("y").attr("dst_type", "dtype")
-cast.infer(lambda node: [TensorDesc(node.attrs["dst_type"], node.inputs[0].desc.shape)])
-cast.lower(lambda ctx, node: ctx.emit("Cast", [ctx.input(0)], [ctx.output(0)],
-                                      to=ONNX_DTYPES[node.attrs["dst_type"]]))
 
-cast.fold(lambda node, values: [values[0].astype(numpy_dtype(node.attrs["dst_type"]))])
+
+@cast.infer
+def _infer_cast(node):
+    return [TensorDesc(node.attrs["dst_type"], node.inputs[0].desc.shape)]
+
+
+@cast.lower
+def _lower_cast(ctx, node):
+    ctx.op.Cast(ctx.input(0), out=ctx.output(0), to=ONNX_DTYPES[node.attrs["dst_type"]])
+
+
+@cast.fold
+def _fold_cast(node, values):
+    return [values[0].astype(numpy_dtype(node.attrs["dst_type"]))]
+
 
 # -- shapes ---------------------------------------------------------------------------------
 reshape = OPS.declare("Reshape", "Gives x the shape `shape` (one -1 dim is inferred).") \
@@ -90,11 +114,14 @@ def _lower_reshape(ctx, node):
     if node.inputs[0].desc.dtype in COMPLEX:      # (real, imaginary) pairs: the pair dim kept
         check_pair_outputs(node)
         source = pair_input(ctx, node, 0)
-        target = ctx.emit("Concat", [target, ctx.constant(np.array([2], np.int64))], axis=0)[0]
-    ctx.emit("Reshape", [source, target], [ctx.output(0)], allowzero=allow_zero)
+        target = ctx.op.Concat(target, ctx.constant(np.array([2], np.int64)), axis=0)
+    ctx.op.Reshape(source, target, out=ctx.output(0), allowzero=allow_zero)
 
 
-reshape.fold(lambda node, values: [values[0].reshape([int(d) for d in values[1]])])
+@reshape.fold
+def _fold_reshape(node, values):
+    return [values[0].reshape([int(d) for d in values[1]])]
+
 
 squeeze = OPS.declare("Squeeze", "Removes size-1 dims (all of them when `axis` is empty).") \
     .input("x").output("y").attr("axis", "ints", [])
@@ -122,10 +149,10 @@ def _lower_squeeze(ctx, node):
     if not axes:
         shape = node.inputs[0].desc.shape
         if shape is None or None in shape:     # ONNX Squeeze without axes drops every 1-dim
-            ctx.emit("Squeeze", [ctx.input(0)], [ctx.output(0)])
+            ctx.op.Squeeze(ctx.input(0), out=ctx.output(0))
             return
         axes = [i for i, d in enumerate(shape) if d == 1]
-    ctx.emit("Squeeze", [ctx.input(0), ctx.constant(np.array(axes, np.int64))], [ctx.output(0)])
+    ctx.op.Squeeze(ctx.input(0), ctx.constant(np.array(axes, np.int64)), out=ctx.output(0))
 
 
 @squeeze.fold
@@ -152,15 +179,18 @@ def _lower_expand_dims(ctx, node):
     axis, rank = const_ints(node, 1), node.inputs[0].desc.rank
     if axis is not None and rank is not None:
         a = normalize_axis(axis[0], rank + 1)
-        ctx.emit("Unsqueeze", [ctx.input(0), ctx.constant(np.array([a], np.int64))], [ctx.output(0)])
+        ctx.op.Unsqueeze(ctx.input(0), ctx.constant(np.array([a], np.int64)), out=ctx.output(0))
         return
     # A run-time axis (or rank): ONNX's negative axes count from the end of the expanded
     # dims, as TF's do (axis + rank + 1).
-    axes = ctx.emit("Reshape", [int64_input(ctx, 1), ctx.constant(np.array([1], np.int64))])[0]
-    ctx.emit("Unsqueeze", [ctx.input(0), axes], [ctx.output(0)])
+    axes = ctx.op.Reshape(int64_input(ctx, 1), ctx.constant(np.array([1], np.int64)))
+    ctx.op.Unsqueeze(ctx.input(0), axes, out=ctx.output(0))
 
 
-expand_dims.fold(lambda node, values: [np.expand_dims(values[0], scalar_int(values[1]))])
+@expand_dims.fold
+def _fold_expand_dims(node, values):
+    return [np.expand_dims(values[0], scalar_int(values[1]))]
+
 
 transpose = OPS.declare("Transpose", "Permutes dims by `perm`.") \
     .input("x").input("perm", INDEX_TYPES).output("y")
@@ -184,12 +214,14 @@ def _infer_transpose(node):
 def _lower_transpose(ctx, node):
     perm = const_ints(node, 1)
     if perm is None:
-        _lower_runtime_transpose(ctx)
+        lower_runtime_transpose(ctx)
         return
-    ctx.emit("Transpose", [ctx.input(0)], [ctx.output(0)], perm=perm)
+    ctx.op.Transpose(ctx.input(0), out=ctx.output(0), perm=perm)
 
 
-transpose.fold(lambda node, values: [np.transpose(values[0], [int(p) for p in values[1]])])
+@transpose.fold
+def _fold_transpose(node, values):
+    return [np.transpose(values[0], [int(p) for p in values[1]])]
 
 # -- padding --------------------------------------------------------------------------------
 pad = OPS.declare("Pad", "Pads with a constant (0 unless `constant_values` is given).") \
@@ -222,10 +254,11 @@ def _lower_pad(ctx, node):
         pads_name = ctx.constant(np.asarray(pads, np.int64).T.reshape(-1), "pads")
     else:
         pairs = int64_input(ctx, 1)
-        flipped = ctx.emit("Transpose", [pairs], perm=[1, 0])[0]
-        pads_name = ctx.emit("Reshape", [flipped, ctx.constant(np.array([-1], np.int64))])[0]
+        flipped = ctx.op.Transpose(pairs, perm=[1, 0])
+        pads_name = ctx.op.Reshape(flipped, ctx.constant(np.array([-1], np.int64)))
     inputs = [ctx.input(0), pads_name] + ([ctx.input(2)] if ctx.input(2) else [])
-    ctx.emit("Pad", inputs, [ctx.output(0)], mode={"CONSTANT": "constant", "REFLECT": "reflect"}[mode])
+    ctx.op.Pad(*inputs, out=ctx.output(0),
+               mode={"CONSTANT": "constant", "REFLECT": "reflect"}[mode])
 
 
 def _lower_symmetric_pad(ctx, pads):
@@ -235,10 +268,10 @@ def _lower_symmetric_pad(ctx, pads):
     padded = [axis for axis, (before, after) in enumerate(pads) if before or after]
 
     def reversed_slice(source, axis, start, stop):
-        return ctx.emit("Slice", [source, ctx.constant(np.array([start], np.int64)),
-                                  ctx.constant(np.array([stop], np.int64)),
-                                  ctx.constant(np.array([axis], np.int64)),
-                                  ctx.constant(np.array([-1], np.int64))])[0]
+        return ctx.op.Slice(source, ctx.constant(np.array([start], np.int64)),
+                            ctx.constant(np.array([stop], np.int64)),
+                            ctx.constant(np.array([axis], np.int64)),
+                            ctx.constant(np.array([-1], np.int64)))
 
     for axis in padded:
         before, after = (int(p) for p in pads[axis])
@@ -249,9 +282,9 @@ def _lower_symmetric_pad(ctx, pads):
         if after:
             parts.append(reversed_slice(current, axis, -1, -after - 1))
         final = axis == padded[-1]
-        current = ctx.emit("Concat", parts, [ctx.output(0)] if final else 1, axis=axis)[0]
+        current = ctx.op.Concat(*parts, out=ctx.output(0) if final else None, axis=axis)
     if not padded:
-        ctx.emit("Identity", [current], [ctx.output(0)])
+        ctx.op.Identity(current, out=ctx.output(0))
 
 
 def _lower_runtime_symmetric_pad(ctx, node):
@@ -262,7 +295,7 @@ def _lower_runtime_symmetric_pad(ctx, node):
         shape = node.inputs[1].desc.shape
         rank = shape[0] if shape is not None and len(shape) == 2 else None
     if rank is None:
-        _lower_flat_symmetric_pad(ctx)
+        lower_flat_symmetric_pad(ctx)
         return
     pairs = int64_input(ctx, 1)
 
@@ -271,83 +304,37 @@ def _lower_runtime_symmetric_pad(ctx, node):
 
     current = ctx.input(0)
     for axis in range(rank):
-        before, after = (ctx.emit("Gather", [ctx.emit("Gather", [pairs, c(axis)], axis=0)[0], c(side)],
-                                  axis=0)[0] for side in (0, 1))
+        before, after = (ctx.op.Gather(ctx.op.Gather(pairs, c(axis), axis=0), c(side),
+                                       axis=0) for side in (0, 1))
         dim = emit_dim(ctx, current, axis)
-        size = ctx.emit("Add", [ctx.emit("Add", [dim, before])[0], after])[0]
-        source = ctx.emit("Sub", [ctx.emit("Range", [c(0), size, c(1)])[0], before])[0]
-        below = ctx.emit("Less", [source, c(0)])[0]
-        source = ctx.emit("Where", [below, ctx.emit("Sub", [c(-1), source])[0], source])[0]
-        past = ctx.emit("GreaterOrEqual", [source, dim])[0]
-        mirrored = ctx.emit("Sub", [ctx.emit("Sub", [ctx.emit("Add", [dim, dim])[0], c(1)])[0], source])[0]
-        source = ctx.emit("Where", [past, mirrored, source])[0]
-        current = ctx.emit("Gather", [current, source], [ctx.output(0)] if axis == rank - 1 else 1,
-                           axis=axis)[0]
+        size = ctx.op.Add(ctx.op.Add(dim, before), after)
+        source = ctx.op.Sub(ctx.op.Range(c(0), size, c(1)), before)
+        below = ctx.op.Less(source, c(0))
+        source = ctx.op.Where(below, ctx.op.Sub(c(-1), source), source)
+        past = ctx.op.GreaterOrEqual(source, dim)
+        mirrored = ctx.op.Sub(ctx.op.Sub(ctx.op.Add(dim, dim), c(1)), source)
+        source = ctx.op.Where(past, mirrored, source)
+        current = ctx.op.Gather(current, source, out=ctx.output(0) if axis == rank - 1 else None,
+                                axis=axis)
     if rank == 0:
-        ctx.emit("Identity", [current], [ctx.output(0)])
-
-
-# -- rank-free gathers: output coordinates as rows [size, rank] ---------------------------------
-def _strides(o, dims: str) -> str:
-    """[1, rank]: per dim of the shape row `dims` ([1, rank]), the product of the dims after it."""
-    steps = o.Range(o.c(0), o.Squeeze(o.Shape(dims, start=1), o.c([0])), o.c(1))
-    later = o.Less(o.Unsqueeze(steps, o.c([1])), o.Unsqueeze(steps, o.c([0])))
-    return o.Reshape(o.ReduceProd(o.Where(later, dims, o.c(1)), o.c([1]), keepdims=0),
-                     o.c([1, -1]))
-
-
-def _coordinates(o, dims: str) -> str:
-    """[size, rank]: the coordinates of every position of a tensor of shape row `dims`."""
-    position = o.Unsqueeze(o.Range(o.c(0), o.ReduceProd(dims, keepdims=0), o.c(1)), o.c([1]))
-    return o.Mod(o.Div(position, _strides(o, dims)), dims)
-
-
-def _gather_flat(ctx, o, source: str, strides: str, out_dims: str) -> None:
-    """The op's output of shape row `out_dims`: x at the coordinate rows `source`, whose flat
-    indices are their sums times x's `strides` (a [1, rank] row)."""
-    flat = o.ReduceSum(o.Mul(source, strides), o.c([1]), keepdims=0)
-    values = o.Gather(o.Reshape(ctx.input(0), o.c([-1])), flat, axis=0)
-    o.Reshape(values, o.Reshape(out_dims, o.c([-1])), out=ctx.output(0))
-
-
-def _lower_flat_symmetric_pad(ctx):
-    """SYMMETRIC with run-time paddings and rank: every output position's coordinates map to
-    their mirrored source coordinates as above."""
-    o = Emitter(ctx, "int64")
-    pairs = o.Reshape(int64_input(ctx, 1), o.c([-1, 2]))
-    before, after = (o.Reshape(o.Gather(pairs, o.c(side), axis=1), o.c([1, -1])) for side in (0, 1))
-    dims = o.Reshape(o.Shape(ctx.input(0)), o.c([1, -1]))
-    out_dims = o.Add(o.Add(dims, before), after)
-    source = o.Sub(_coordinates(o, out_dims), before)
-    source = o.Where(o.Less(source, o.c(0)), o.Sub(o.c(-1), source), source)
-    source = o.Where(o.GreaterOrEqual(source, dims), o.Sub(o.Sub(o.Add(dims, dims), o.c(1)), source),
-                     source)
-    _gather_flat(ctx, o, source, _strides(o, dims), out_dims)
-
-
-def _lower_runtime_transpose(ctx):
-    """Transpose by a run-time permutation (ONNX's takes a constant one): output coordinate k
-    is input coordinate perm[k], so the source's flat index sums coordinates times the
-    input's strides taken in perm's order."""
-    o = Emitter(ctx, "int64")
-    perm = o.Reshape(int64_input(ctx, 1), o.c([-1]))
-    dims = o.Reshape(o.Shape(ctx.input(0)), o.c([1, -1]))
-    out_dims = o.Gather(dims, perm, axis=1)
-    _gather_flat(ctx, o, _coordinates(o, out_dims), o.Gather(_strides(o, dims), perm, axis=1),
-                 out_dims)
+        ctx.op.Identity(current, out=ctx.output(0))
 
 
 # -- shape queries -------------------------------------------------------------------------
 shape_op = OPS.declare("Shape", "The shape of x as a 1-D tensor of `dtype`.") \
     .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
-shape_op.infer(lambda node: [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))])
+
+
+@shape_op.infer
+def _infer_shape(node):
+    return [TensorDesc(node.attrs["dtype"], (node.inputs[0].desc.rank,))]
 
 
 def _input_shape(ctx, node) -> str:
     """The Shape of input 0; of a complex one, its pair's shape without the pair dim."""
     if node.inputs[0].desc.dtype in COMPLEX:
-        return ctx.emit("Shape", [pair_input(ctx, node, 0)], end=-1)[0]
-    return ctx.emit("Shape", [ctx.input(0)])[0]
+        return ctx.op.Shape(pair_input(ctx, node, 0), end=-1)
+    return ctx.op.Shape(ctx.input(0))
 
 
 @shape_op.lower
@@ -356,20 +343,26 @@ def _lower_shape(ctx, node):
     cast_from_int64(ctx, shape, node.attrs["dtype"], ctx.output(0))
 
 
-shape_op.fold(lambda node, values: [np.array(values[0].shape, DTYPES[node.attrs["dtype"]])])
+@shape_op.fold
+def _fold_shape(node, values):
+    return [np.array(values[0].shape, DTYPES[node.attrs["dtype"]])]
 
 
 def _shape_constant(ctx, node, shape, dtype: str, output: str) -> bool:
     """Emit a fully known shape (or size) as a constant; False when it is not known."""
     if shape is None or any(d is None for d in np.atleast_1d(np.asarray(shape, object))):
         return False
-    ctx.emit("Identity", [ctx.constant(np.asarray(shape, numpy_dtype(dtype)))], [output])
+    ctx.op.Identity(ctx.constant(np.asarray(shape, numpy_dtype(dtype))), out=output)
     return True
 
 
 size = OPS.declare("Size", "The number of elements of x, as a scalar of `dtype`.") \
     .input("x").output("y", INDEX_TYPES).attr("dtype", "dtype", "int32")
-size.infer(lambda node: [TensorDesc(node.attrs["dtype"], ())])
+
+
+@size.infer
+def _infer_size(node):
+    return [TensorDesc(node.attrs["dtype"], ())]
 
 
 @size.lower
@@ -378,31 +371,45 @@ def _lower_size(ctx, node):
     known = shape is not None and all(d is not None for d in shape)
     if not _shape_constant(ctx, node, int(np.prod(shape)) if known else None, node.attrs["dtype"],
                            ctx.output(0)):
-        count = ctx.emit("ReduceProd", [_input_shape(ctx, node)], keepdims=0)[0] \
-            if node.inputs[0].desc.dtype in COMPLEX else ctx.emit("Size", [ctx.input(0)])[0]
+        count = ctx.op.ReduceProd(_input_shape(ctx, node), keepdims=0) \
+            if node.inputs[0].desc.dtype in COMPLEX else ctx.op.Size(ctx.input(0))
         cast_from_int64(ctx, count, node.attrs["dtype"], ctx.output(0))
 
 
-size.fold(lambda node, values: [np.array(values[0].size, numpy_dtype(node.attrs["dtype"]))])
+@size.fold
+def _fold_size(node, values):
+    return [np.array(values[0].size, numpy_dtype(node.attrs["dtype"]))]
+
 
 rank_op = OPS.declare("Rank", "The rank of x as an int32 scalar.").input("x").output("y", ("int32",))
-rank_op.infer(lambda node: [TensorDesc("int32", ())])
+
+
+@rank_op.infer
+def _infer_rank(node):
+    return [TensorDesc("int32", ())]
 
 
 @rank_op.lower
 def _lower_rank(ctx, node):
     rank = node.inputs[0].desc.rank
     if not _shape_constant(ctx, node, rank, "int32", ctx.output(0)):
-        count = ctx.emit("Size", [_input_shape(ctx, node)])[0]
+        count = ctx.op.Size(_input_shape(ctx, node))
         emit_cast(ctx, count, "int32", ctx.output(0))
 
 
-rank_op.fold(lambda node, values: [np.array(values[0].ndim, np.int32)])
+@rank_op.fold
+def _fold_rank(node, values):
+    return [np.array(values[0].ndim, np.int32)]
+
 
 shape_n = OPS.declare("ShapeN", "The shapes of x0..xN-1 as y0..yN-1 of `dtype`.") \
     .dynamic_input("x", count_attr="N").dynamic_output("y", INDEX_TYPES, count_attr="N") \
     .attr("N", "int").attr("dtype", "dtype", "int32")
-shape_n.infer(lambda node: [TensorDesc(node.attrs["dtype"], (v.desc.rank,)) for v in node.inputs])
+
+
+@shape_n.infer
+def _infer_shape_n(node):
+    return [TensorDesc(node.attrs["dtype"], (v.desc.rank,)) for v in node.inputs]
 
 
 @shape_n.lower
@@ -410,7 +417,9 @@ def _lower_shape_n(ctx, node):
     dtype = node.attrs["dtype"]
     for i, value in enumerate(node.inputs):
         if not _shape_constant(ctx, node, value.desc.shape, dtype, ctx.output(i)):
-            cast_from_int64(ctx, ctx.emit("Shape", [ctx.input(i)])[0], dtype, ctx.output(i))
+            cast_from_int64(ctx, ctx.op.Shape(ctx.input(i)), dtype, ctx.output(i))
 
 
-shape_n.fold(lambda node, values: [np.array(v.shape, numpy_dtype(node.attrs["dtype"])) for v in values])
+@shape_n.fold
+def _fold_shape_n(node, values):
+    return [np.array(v.shape, numpy_dtype(node.attrs["dtype"])) for v in values]
