@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'f810f9ecce91e1d1cbe915e1a1a6f128dd0887bb'
+FINGERPRINT = 'b4923c34e7bab60d5c8d858d56641844e931ae81'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -20,22 +20,22 @@ SOURCES = {
     'builtin/segment.py': 1769, 'builtin/select.py': 496, 'builtin/setops.py': 1303,
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
-    'opp/__init__.py': 280, 'opp/angles.py': 1747, 'opp/arithmetic.py': 7596,
-    'opp/array.py': 18761, 'opp/bitwise.py': 5663, 'opp/blocks.py': 14954,
-    'opp/broadcast.py': 4207, 'opp/carriers.py': 1952, 'opp/compare.py': 8648,
-    'opp/complexmath.py': 5148, 'opp/concat.py': 7967, 'opp/control.py': 9990,
-    'opp/conv.py': 21746, 'opp/creation.py': 6206, 'opp/declare.py': 2281,
-    'opp/densesets.py': 5925, 'opp/detection.py': 18301, 'opp/emitting.py': 6847,
-    'opp/fallback.py': 1840, 'opp/fingerprint.py': 4663, 'opp/fusion.py': 5909,
-    'opp/image.py': 12550, 'opp/imageops.py': 12731, 'opp/indexing.py': 14025,
-    'opp/inputs.py': 1988, 'opp/layouts.py': 3980, 'opp/linalg.py': 22175, 'opp/lists.py': 18745,
-    'opp/logical.py': 788, 'opp/lookup.py': 6535, 'opp/math.py': 8551, 'opp/matrix.py': 14795,
-    'opp/nn.py': 5164, 'opp/norm.py': 7827, 'opp/pool.py': 7369, 'opp/quantize.py': 9134,
-    'opp/ragged.py': 19695, 'opp/random.py': 16830, 'opp/reduce.py': 16487, 'opp/rnn.py': 6167,
-    'opp/segment.py': 18179, 'opp/select.py': 4377, 'opp/sequences.py': 6203,
-    'opp/setops.py': 22359, 'opp/shapes.py': 6264, 'opp/slicing.py': 20484, 'opp/sparse.py': 14374,
-    'opp/special.py': 18611, 'opp/spectral.py': 18574, 'opp/strings.py': 16216,
-    'opp/suppression.py': 6793,
+    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 7611,
+    'opp/array.py': 16222, 'opp/bitwise.py': 5740, 'opp/blocks.py': 14529,
+    'opp/broadcast.py': 4200, 'opp/carriers.py': 1952, 'opp/compare.py': 8518,
+    'opp/complexmath.py': 5148, 'opp/concat.py': 8002, 'opp/control.py': 9869,
+    'opp/conv.py': 21252, 'opp/coordinates.py': 2957, 'opp/creation.py': 6225,
+    'opp/declare.py': 2281, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
+    'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
+    'opp/fusion.py': 5792, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
+    'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
+    'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788, 'opp/lookup.py': 6471,
+    'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 5220, 'opp/norm.py': 7491,
+    'opp/pool.py': 7417, 'opp/quantize.py': 9129, 'opp/ragged.py': 19734, 'opp/random.py': 16850,
+    'opp/reduce.py': 16540, 'opp/rnn.py': 6146, 'opp/segment.py': 17975, 'opp/select.py': 4281,
+    'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
+    'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
+    'opp/spectral.py': 18549, 'opp/strings.py': 16289, 'opp/suppression.py': 6795,
 }
 
 # hook → the modules that implement it
