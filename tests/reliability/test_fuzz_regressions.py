@@ -341,9 +341,9 @@ def test_onnx_passes_bound_the_constants_they_compute_from_a_broadcast():
     an Add constant varying along the last axis, divided by a per-channel scale sunk into a
     Conv (a C x K constant from C + K values): neither pass computes the big constant."""
     import numpy as np
-    from tf2ir.ir.onnx.passes.lowered import FOLD_LIMIT_BYTES
+    from tf2ir.ir.fold_limits import FOLD_LIMIT_BYTES
     from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
-    from tests.ir.onnx.test_pass_common import lowered, node
+    from tests.ir.onnx.test_pass_common import node, onnx_graph as lowered
     f32 = np.float32
     g = lowered([node("Add", ["x", "t"], ["a"]), node("Gemm", ["a", "w"], ["y"], transB=1)],
                 {"t": np.ones((), f32), "w": np.ones((2, 3), f32)},
