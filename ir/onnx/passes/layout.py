@@ -214,11 +214,14 @@ class _Sinker:
 
     def push(self, node: OnnxNode) -> None:
         g = self.g
-        carried = Counter(tuple(t.attr("perm")) for t in
-                          (self.transpose_of(name) for name in node.input if name) if t is not None)
+        carried = []
+        for name in node.input:
+            source = self.transpose_of(name) if name else None
+            if source is not None:
+                carried.append(tuple(source.attr("perm")))
         if not carried:
             return
-        perm = list(carried.most_common(1)[0][0])
+        perm = list(Counter(carried).most_common(1)[0][0])
         plan = _plan(g, node, perm)
         if plan is None:
             return
