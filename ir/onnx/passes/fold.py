@@ -56,7 +56,7 @@ _BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", 
 # Special case, measured (issue 22): importing onnx.reference (with its op table) takes 0.45-0.5 s
 # here, half a ResNet50 conversion's floor, and nearly every CNN leaves this pass batch norm's
 # arithmetic on its statistics (Sqrt, Reciprocal, Mul, Sub, Add of eps; ResNet50: 53 Sqrt) and
-# the Unsqueeze of a constant (EfficientNetB0: 48). For floats of one dtype numpy computes
+# the Unsqueeze of a constant (EfficientNetB0: 48), and an Identity costs nothing. For floats of one dtype numpy computes
 # exactly what ONNX does for these, so they are folded with numpy and such conversions never
 # import onnx.reference; integers (ONNX's Div truncates) and everything else go to it.
 def _unsqueeze(x: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -77,8 +77,11 @@ def _by_numpy(node: OnnxNode, arrays: Sequence[Optional[np.ndarray]]) -> Optiona
     if len(node.output) != 1 or any(a is None for a in arrays):
         return None
     x = arrays[0]
-    if node.op_type == "Unsqueeze" and len(arrays) == 2 and x.dtype.kind not in "OSU" \
-            and arrays[1].dtype == np.int64:
+    if x.dtype.kind in "OSU":
+        return None     # strings are not folded (nor by the reference evaluator)
+    if node.op_type == "Identity" and len(arrays) == 1:
+        return x
+    if node.op_type == "Unsqueeze" and len(arrays) == 2 and arrays[1].dtype == np.int64:
         return _unsqueeze(x, arrays[1])
     fn = _FLOAT_OPS.get(node.op_type)
     if fn is None or not _is_float(x.dtype) or any(a.dtype != x.dtype for a in arrays) \
