@@ -301,8 +301,9 @@ def checking_every_compile(results: Optional[List[PassCheck]] = None,
     skipped = SKIPPED if skipped is None else skipped
     original = compile_module.build_model
 
-    def build_model(graph, model_name=None, passes=None, check_passes=False, manager=None):
-        if manager is None:
+    def build_model(graph, model_name=None, passes=None, check_passes=False, manager=None,
+                    opset=None):
+        if manager is None and opset is None:
             log = logging.getLogger("tf2ir")
             quiet, log.disabled = log.disabled, True      # the real compile logs its notes
             try:
@@ -313,7 +314,7 @@ def checking_every_compile(results: Optional[List[PassCheck]] = None,
                 skipped.append(f"{model_name}: {type(exc).__name__}: {str(exc)[:200]}")
             finally:
                 log.disabled = quiet
-        return original(graph, model_name, passes, check_passes, manager)
+        return original(graph, model_name, passes, check_passes, manager, opset)
 
     build_model.__wrapped__ = original     # type: ignore[attr-defined]
     compile_module.build_model = build_model

@@ -16,6 +16,7 @@ from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.opset import (
     MAX_OPSET, OPSET, all_nodes as _all_nodes, changed_by_raising, choose_opset,
 )
+from tf2ir.ir.onnx.target import to_target
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
 from tf2ir.ir.onnx.graph import GraphInvariantError, OnnxGraph, OnnxNode
@@ -23,7 +24,7 @@ from tf2ir.ir.onnx.node import OpEmitter
 from tf2ir.ir.passes import IR_PASSES, PassManager
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.verify import check_graph
-from tf2ir.ir.prototype import get_prototype, has_prototype
+from tf2ir.ir.prototype import prototypes_of
 from tf2ir.ir.tensor import TensorDesc, element_dtype, is_list_dtype
 
 log = logging.getLogger("tf2ir")
@@ -76,6 +77,7 @@ class LowerContext:
         self.notes: List[Tuple[str, bool]] = []    # (message, is a warning), see `note`
         # the newest opset whose ops a lowering may write (Gelu's lowering asks)
         self.max_opset = MAX_OPSET
+        self.opset: Optional[int] = None     # the target opset, when compile was given one
 
     @property
     def nodes(self) -> List[OnnxNode]:
@@ -174,7 +176,7 @@ class LowerContext:
         """Run `node`'s prototype lowering in this context."""
         self.node = node
         model = self.model
-        proto = get_prototype(node.op_type) if has_prototype(node.op_type) else None
+        proto = prototypes_of(node.graph).find(node.op_type)
         if proto is None or proto.lower_fn is None:
             raise ConversionError("IR op has no ONNX lowering", model=model, node=node.name,
                                   op_type=node.op_type)
@@ -194,7 +196,7 @@ class LowerContext:
         child.onnx = OnnxGraph(child.fresh, initializers=self.initializers, open_scope=True)
         child._const_cache = self._const_cache
         child.input_defaults, child.notes = None, self.notes
-        child.max_opset = self.max_opset
+        child.max_opset, child.opset = self.max_opset, self.opset
         return child
 
     def lower_subgraph(self, graph: Graph, inputs: Optional[Sequence[str]] = None) -> List[str]:
@@ -236,9 +238,10 @@ class LowerContext:
 
 
 def lower_graph(graph: Graph, model: Optional[str] = None,
-                max_opset: int = MAX_OPSET) -> LowerContext:
+                max_opset: int = MAX_OPSET, opset: Optional[int] = None) -> LowerContext:
+    """Lower every node of `graph`; a target `opset` picks the lowerings' forms for it."""
     ctx = LowerContext(graph)
-    ctx.model, ctx.max_opset = model, max_opset
+    ctx.model, ctx.max_opset, ctx.opset = model, max_opset, opset
     for node in graph.nodes:
         ctx.lower_node(node)
     ctx.node = None
@@ -304,7 +307,8 @@ def check_after_pass(graph) -> None:
 
 
 def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,
-                check_passes: bool = False, manager: Optional[PassManager] = None):
+                check_passes: bool = False, manager: Optional[PassManager] = None,
+                opset: Optional[int] = None):
     """Return (ModelProto without initializers, list of used initializers). The IR passes
     run on `graph` first (in place: PartitionedCall subgraphs inlined, constants folded),
     then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
@@ -314,12 +318,17 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
         manager.run(graph, kind="ir")   # folding runs plugins' kernels: name the model too
     except ConversionError as exc:
         raise exc.located(model=model_name)
-    ctx = lower_graph(graph, model=model_name)
+    ctx = lower_graph(graph, model=model_name, opset=opset)
     optimize_lowered(ctx, graph, manager)
     nodes = ctx.onnx.to_protos()
+    if opset is not None:           # the target's forms (ir/onnx/forms.py), its opset declared
+        try:
+            nodes = to_target(nodes, opset, ctx.initializers, ctx.fresh)
+        except ConversionError as exc:
+            raise exc.located(model=model_name)
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph
     # is smallest, since the first question loads onnx's schema registry (about 7 MB)
-    if changed_by_raising(nodes):
+    elif changed_by_raising(nodes):
         ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
         optimize_lowered(ctx, graph, manager)
         nodes = ctx.onnx.to_protos()
@@ -347,7 +356,8 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     _type_custom_outputs(onnx_graph, graph)
     domains = sorted({n.domain for n in _all_nodes(nodes) if n.domain and n.domain != "ai.onnx"})
     model = helper.make_model(onnx_graph, producer_name="tf2ir",
-                              opset_imports=[helper.make_opsetid("", choose_opset(nodes))]
+                              opset_imports=[helper.make_opsetid(
+                                  "", opset if opset is not None else choose_opset(nodes))]
                               + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
@@ -382,11 +392,12 @@ def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:
 
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
                     passes: Switches = None, check_passes: bool = False,
-                    check: bool = True, manager: Optional[PassManager] = None) -> onnx.ModelProto:
+                    check: bool = True, manager: Optional[PassManager] = None,
+                    opset: Optional[int] = None) -> onnx.ModelProto:
     """Compile `graph` and write it to `path`: a unique temporary file, checked by
     onnx.checker (unless `check` is False), renamed over `path`; nothing is written when
     anything fails."""
-    model, initializers = build_model(graph, model_name, passes, check_passes, manager)
+    model, initializers = build_model(graph, model_name, passes, check_passes, manager, opset)
     try:
         write_model(model, initializers, path, check=check, locate=ir_locator(graph))
     except ConversionError as exc:
@@ -420,8 +431,8 @@ def ir_locator(graph: Graph) -> Callable[[str], Dict[str, str]]:
             node = nodes.get(candidate) or values.get(candidate)
             if node is not None:
                 where = {"node": node.name, "op_type": node.op_type}
-                owner = plugins.get(node.name) or (get_prototype(node.op_type).plugin
-                                                   if has_prototype(node.op_type) else "")
+                proto = prototypes_of(node.graph).find(node.op_type)
+                owner = plugins.get(node.name) or (proto.plugin if proto is not None else "")
                 if owner:
                     where["plugin"] = owner
                 return where
@@ -431,8 +442,8 @@ def ir_locator(graph: Graph) -> Callable[[str], Dict[str, str]]:
 
 
 def compile_to_model(graph: Graph, model_name: Optional[str] = None,
-                     passes: Switches = None) -> onnx.ModelProto:
+                     passes: Switches = None, opset: Optional[int] = None) -> onnx.ModelProto:
     """The whole model in memory (initializers copied in): for tests and small graphs."""
-    model, initializers = build_model(graph, model_name, passes)
+    model, initializers = build_model(graph, model_name, passes, opset=opset)
     model.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)
     return model

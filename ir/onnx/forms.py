@@ -282,9 +282,34 @@ def _pad_without_axes(node: Rewrite) -> None:
 
 @form("Resize", opsets=(OLDEST_OPSET, 17))
 def _resize_before_18(node: Rewrite) -> None:
-    """antialias, axes and keep_aspect_ratio_policy (18) only at their defaults."""
-    if "axes" in node.attrs:
-        raise node.fail("attribute axes is newer")
+    """antialias and keep_aspect_ratio_policy (18) only at their defaults; `axes` (18), when
+    they are ascending and contiguous, become sizes/scales of every dim: the other dims keep
+    theirs (x's own dims, or scale 1)."""
+    if "axes" not in node.attrs:
+        return
+    axes = [int(a) for a in node.attrs.pop("axes")]
+    if any(a < 0 for a in axes) or axes != list(range(axes[0], axes[0] + len(axes))):
+        raise node.fail("attribute axes is newer (and not a contiguous run of dims here)")
+    first, last = axes[0], axes[-1] + 1
+    sizes, scales = node.input(3), node.input(2)
+    if sizes:
+        dims = node.emit("Shape", node.input(0))
+        head = node.emit("Slice", dims, node.fresh_const(np.array([0], np.int64)),
+                         node.fresh_const(np.array([first], np.int64)))
+        tail = node.emit("Slice", dims, node.fresh_const(np.array([last], np.int64)),
+                         node.fresh_const(np.array([np.iinfo(np.int64).max], np.int64)))
+        full = node.emit("Concat", head, node.emit("Cast", sizes, to=onnx.TensorProto.INT64),
+                         tail, axis=0)
+        node.inputs = node.inputs[:3] + [full]
+    elif scales:
+        rank = node.emit("Size", node.emit("Shape", node.input(0)))
+        ones = node.emit("Expand", node.fresh_const(np.array([1.0], np.float32)),
+                         node.emit("Reshape", node.emit(
+                             "Sub", rank, node.fresh_const(np.array(last, np.int64))),
+                             node.fresh_const(np.array([1], np.int64))))
+        full = node.emit("Concat", node.fresh_const(np.ones(first, np.float32)), scales, ones,
+                         axis=0)
+        node.inputs = node.inputs[:2] + [full] + node.inputs[3:]
 
 
 @form("ScatterElements", "ScatterND", opsets=(OLDEST_OPSET, 17))

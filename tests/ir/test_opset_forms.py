@@ -161,10 +161,16 @@ def test_resize_and_its_attributes_of_18():
                                                                  _info("z", None)], scales, 18)
     x = RNG.normal(size=(1, 2, 3, 4)).astype(np.float32)
     check_every_target(model, {"x": x})
-    for attrs, needle in (({"axes": [2, 3]}, "attribute axes is newer"),
+    # contiguous axes (18) become scales or sizes of every dim below 18: the others keep theirs
+    sizes = {**scales, "hw": np.array([5, 7], np.int64)}
+    for inputs in (["x", "", "two"], ["x", "", "", "hw"]):
+        node = helper.make_node("Resize", inputs, ["y"], mode="linear", axes=[2, 3])
+        model = model_at([node], [_info("x", [1, 2, 3, 4])], [_info("y", None)], sizes, 18)
+        check_every_target(model, {"x": x}, tol=1e-4)
+    for attrs, needle in (({"axes": [1, 3]}, "attribute axes is newer"),
                           ({"antialias": 1}, "attribute antialias=1 is newer")):
         node = helper.make_node("Resize", ["x", "", "two" if "axes" in attrs else "s"], ["y"],
-                                mode="linear", **attrs)
+                                mode="nearest" if "axes" in attrs else "linear", **attrs)
         model = model_at([node], [_info("x", [1, 2, 3, 4])], [_info("y", None)], scales, 18)
         check_every_target(model, {"x": x}, below(18, needle), tol=1e-4)
 

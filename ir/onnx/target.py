@@ -1,0 +1,55 @@
+"""Writing a compiled graph at a target opset: every node (those of If/Loop bodies too) rewritten
+from the canonical form the lowerings write into the target's form, by ir/onnx/forms.py's table."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from tf2ir.ir.onnx.forms import expand
+
+
+def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, np.ndarray],
+              fresh: Callable[[str], str]) -> List[onnx.NodeProto]:
+    """`nodes` in the form of opset `target` (new constants go into `initializers`); raises
+    the forms' one-line ConversionError for a node the target cannot express."""
+    def fresh_const(array: np.ndarray) -> str:
+        name = fresh("opset_const")
+        initializers[name] = np.asarray(array)
+        return name
+
+    out: List[onnx.NodeProto] = []
+    for node in nodes:
+        attrs = {}
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                attr.g.CopyFrom(_graph_at(attr.g, target, initializers, fresh))
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    sub.CopyFrom(_graph_at(sub, target, initializers, fresh))
+            attrs[attr.name] = helper.get_attribute_value(attr)
+        forms = expand(node.op_type, node.domain, list(node.input), list(node.output), attrs,
+                       target, initializers.get, fresh_const, fresh)
+        if len(forms) == 1 and forms[0][0] == node.op_type and forms[0][2] == list(node.input) \
+                and forms[0][4] == attrs:
+            out.append(node)
+            continue
+        for i, (op_type, domain, inputs, outputs, new_attrs) in enumerate(forms):
+            out.append(helper.make_node(op_type, inputs, outputs,
+                                        name=node.name if i == len(forms) - 1
+                                        else fresh(f"{node.name}/{op_type}"),
+                                        domain=domain or None, **new_attrs))
+    return out
+
+
+def _graph_at(graph: onnx.GraphProto, target: int, initializers: Dict[str, np.ndarray],
+              fresh: Callable[[str], str]) -> onnx.GraphProto:
+    nodes = to_target(list(graph.node), target, initializers, fresh)
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    del copy.node[:]
+    copy.node.extend(nodes)
+    return copy
