@@ -62,7 +62,7 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold",), legacy=False),
     _onnx("einsum", einsums_to_matmuls,
           "two-operand Einsums that are batched matrix products as Transpose/MatMul",
-          after=("fold",)),
+          after=("fold",), legacy=False),
     _onnx("layout", sink_transposes,
           "NHWC<->NCHW transposes pushed through layout-agnostic ops and cancelled",
           after=("fold", "reshape", "einsum"), legacy=False),
@@ -92,19 +92,21 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold", "layout", "identity", "affine"), legacy=False),
     _onnx("attention_form", attention_form,
           "a bias Add after a Reshape that splits the last axis (attention heads) moved "
-          "before it as one vector", after=("fold", "reshape", "einsum", "identity")),
+          "before it as one vector", after=("fold", "reshape", "einsum", "identity"),
+          legacy=False),
     _onnx("matmul_merge", merge_sibling_matmuls,
           "MatMuls sharing an input (attention's query/key/value), with their bias Adds, as "
           "one MatMul and a Split (off by default: onnxruntime's transformer optimizer fuses "
           "attention only from separate projections, and plain onnxruntime runs both alike)",
-          after=("affine", "identity", "scale", "attention_form"), default=False),
+          after=("affine", "identity", "scale", "attention_form"), default=False,
+          legacy=False),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
           after=("affine", "scale"), repeat=True, legacy=False),
     _onnx("bfloat16", compute_bfloat16_in_float32,
           "bfloat16 ops onnxruntime's CPU backend has no kernel for computed in float32 "
           "between Casts (off: for a runtime with those kernels)",
-          after=_REWRITES, before=("dce",)),
+          after=_REWRITES, before=("dce",), legacy=False),
     _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES, legacy=False),
     _onnx("static_shape", fold_static_shapes,
           "Shape/Size of statically known shapes and integer reductions of constants made "

@@ -3,18 +3,21 @@ op has no bfloat16 CPU kernel computes in float32 instead, its bfloat16 inputs c
 (initializers converted here) and its bfloat16 outputs cast back, so every result is rounded to
 bfloat16 where TensorFlow rounds it. Ops that do have bfloat16 kernels (casts, reshapes,
 transposes, gathers, slices, control flow) are left alone. Types come from onnx's type
-inference over the lowered graph, filled in with the IR's dtypes."""
+inference over the lowered graph, filled in with the IR's dtypes. The rewrite goes through
+the graph's verbs: a Cast to float32 lands before the first node it serves, the node writes a
+new name and a Cast back writes the old one; an If branch or Loop body is rewritten as a graph
+of its own (its outer names open) and given back to its owner by set_attr."""
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, Optional
 
 import numpy as np
 import onnx
 from onnx import helper
 
+from tf2ir.ir.onnx.graph import GraphInvariantError, OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.kernels import OPSET as KERNEL_OPSET, bfloat16_ops
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import dtype_of_numpy
 
@@ -30,46 +33,45 @@ BFLOAT16_CPU_KERNELS = bfloat16_ops()
 _DTYPE_ATTRS = ("dtype", "to")
 
 
-def compute_bfloat16_in_float32(g: LoweredGraph) -> int:
+def compute_bfloat16_in_float32(g: OnnxGraph) -> int:
     """Run the bfloat16 nodes that onnxruntime's CPU backend has no kernel for in float32;
-    return how many nodes were rewritten."""
+    return how many nodes were rewritten (subgraphs' included)."""
     if not _has_bfloat16(g):
         return 0
     types = infer_elem_types(g)
-    return _rewrite(g, g.nodes, types, {})
+    return _rewrite(g, g, types, {})
 
 
-def _has_bfloat16(g: LoweredGraph) -> bool:
+def _has_bfloat16(g: OnnxGraph) -> bool:
     return "bfloat16" in g.dtypes.values() \
         or any(_is_bfloat16_array(a) for a in g.initializers.values()) \
-        or any(_dtype_attr(n) == BF16 for n in _all_nodes(g.nodes))
+        or any(BF16 in _dtype_attrs(n).values() for n in _all_nodes(g))
 
 
 def _is_bfloat16_array(array: np.ndarray) -> bool:
     return np.asarray(array).dtype.name == "bfloat16"
 
 
-def _all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterable[onnx.NodeProto]:
+def _all_nodes(nodes: Iterable[OnnxNode]) -> Iterable[OnnxNode]:
+    """`nodes` and the nodes of their subgraphs (read as OnnxNodes), depth first."""
     for node in nodes:
         yield node
-        for sub in _subgraphs(node):
-            yield from _all_nodes(sub.node)
+        for sub in node.subgraphs:
+            yield from _all_nodes(OnnxNode.from_proto(p) for p in sub.node)
 
 
-def _subgraphs(node: onnx.NodeProto) -> List[onnx.GraphProto]:
-    return [sub for attr in node.attribute
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])]
-
-
-def _dtype_attr(node: onnx.NodeProto) -> Optional[int]:
-    for attr in node.attribute:
-        if attr.name in _DTYPE_ATTRS and attr.type == onnx.AttributeProto.INT:
-            return attr.i
-    return None
+def _dtype_attrs(node: OnnxNode) -> Dict[str, int]:
+    """The node's integer dtype attributes (Cast's `to`, EyeLike's `dtype`, ...)."""
+    found = {}
+    for key in _DTYPE_ATTRS:
+        value = node.attr(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            found[key] = value
+    return found
 
 
 # -- types ------------------------------------------------------------------------------------
-def infer_elem_types(g: LoweredGraph) -> Dict[str, int]:
+def infer_elem_types(g: OnnxGraph) -> Dict[str, int]:
     """ONNX element type of every tensor name whose type is known: the IR's dtypes, the
     initializers', and what onnx's type inference finds (subgraphs included)."""
     types: Dict[str, int] = {name: int(ONNX_DTYPES[d]) for name, d in g.dtypes.items()
@@ -85,9 +87,9 @@ def infer_elem_types(g: LoweredGraph) -> Dict[str, int]:
                 for name in list(g.inputs) + list(g.initializers)]
     outputs = [helper.make_tensor_value_info(name, types[name], None)
                for name in g.outputs if name in types]
-    domains = sorted({n.domain for n in _all_nodes(g.nodes) if n.domain not in ("", "ai.onnx")})
-    model = helper.make_model(
-        helper.make_graph(g.nodes, "types", declared, outputs),
+    domains = sorted({n.domain for n in _all_nodes(g) if not n.standard})
+    model = helper.make_model(     # a read-only copy for onnx's inference
+        helper.make_graph(g.to_protos(), "types", declared, outputs),
         opset_imports=[helper.make_opsetid("", OPSET)]
         + [helper.make_opsetid(d, 1) for d in domains])
     try:
@@ -106,68 +108,93 @@ def _value_infos(graph: onnx.GraphProto) -> Iterable[onnx.ValueInfoProto]:
     yield from graph.output
     yield from graph.value_info
     for node in graph.node:
-        for sub in _subgraphs(node):
+        for sub in OnnxNode.from_proto(node).subgraphs:
             yield from _value_infos(sub)
 
 
 # -- the rewrite --------------------------------------------------------------------------------
-def _rewrite(g: LoweredGraph, nodes, types: Dict[str, int],
+def _rewrite(top: OnnxGraph, g: OnnxGraph, types: Dict[str, int],
              in_float: Dict[str, str]) -> int:
-    """Rewrite `nodes` (one graph's node list or repeated field, in place); `in_float` maps a bfloat16 name to its
-    float32 copy made in this graph or an enclosing one."""
+    """Rewrite the nodes of `g` (`top` itself or a subgraph body read as a graph: `top` holds
+    the initializers); `in_float` maps a bfloat16 name to its float32 copy made in this graph
+    or an enclosing one."""
     rewritten = 0
-    out: List[onnx.NodeProto] = []
-    for node in nodes:
-        for sub in _subgraphs(node):
-            rewritten += _rewrite(g, sub.node, types, dict(in_float))
+    for node in g.nodes:
+        rewritten += _rewrite_bodies(top, g, node, types, in_float)
         if not _needs_float32(node, types):
-            out.append(node)
             continue
-        for i, name in enumerate(node.input):
-            if name and types.get(name) == BF16:
-                node.input[i] = _float_copy(g, name, in_float, out)
-        casts_back = []
+        inputs = [_float_copy(top, g, name, in_float, node)
+                  if name and types.get(name) == BF16 else name for name in node.input]
+        g.set_inputs(node, inputs)
+        last = node
         for j, name in enumerate(node.output):
             if name and types.get(name) == BF16:
                 wide = g.fresh(f"{name}/float32")
                 types[wide] = FLOAT
-                node.output[j] = wide
-                casts_back.append(g.make_node("Cast", [wide], [name], to=BF16))
-        for attr in node.attribute:
-            if attr.name in _DTYPE_ATTRS and attr.type == onnx.AttributeProto.INT \
-                    and attr.i == BF16:
-                attr.i = FLOAT
-        out.append(node)
-        out.extend(casts_back)
+                g.rename_output(node, j, wide)
+                last = g.add_node("Cast", [wide], [name], after=last, to=BF16)
+        for key, value in _dtype_attrs(node).items():
+            if value == BF16:
+                g.set_attr(node, key, FLOAT)
         rewritten += 1
-    if isinstance(nodes, list):
-        nodes[:] = out
-    elif rewritten:       # a subgraph's repeated field: refilled with copies
-        copies = [onnx.NodeProto() for _ in out]
-        for copy, node in zip(copies, out):
-            copy.CopyFrom(node)
-        del nodes[:]
-        nodes.extend(copies)
     return rewritten
 
 
-def _needs_float32(node: onnx.NodeProto, types: Dict[str, int]) -> bool:
-    if node.domain not in ("", "ai.onnx") or node.op_type in BFLOAT16_CPU_KERNELS:
+def _rewrite_bodies(top: OnnxGraph, g: OnnxGraph, node: OnnxNode, types: Dict[str, int],
+                    in_float: Dict[str, str]) -> int:
+    """Rewrite the bodies of `node`'s graph attributes, each as a graph of its own (names it
+    does not produce are outer ones), and give `node` the rewritten bodies."""
+    rewritten = 0
+    for key in sorted(node.attrs) if node.subgraphs else ():
+        body = node.attr(key)
+        bodies = [body] if isinstance(body, onnx.GraphProto) else list(body) \
+            if isinstance(body, (list, tuple)) and body \
+            and all(isinstance(b, onnx.GraphProto) for b in body) else []
+        changed, new_bodies = 0, []
+        for sub in bodies:
+            graph = _body_graph(sub, g.fresh)
+            count = _rewrite(top, graph, types, dict(in_float)) if graph is not None else 0
+            new_bodies.append(_with_nodes(sub, graph.to_protos()) if count else sub)
+            changed += count
+        if changed:
+            g.set_attr(node, key, new_bodies[0] if isinstance(body, onnx.GraphProto)
+                       else new_bodies)
+            rewritten += changed
+    return rewritten
+
+
+def _body_graph(body: onnx.GraphProto, fresh: Callable[[str], str]) -> Optional[OnnxGraph]:
+    try:
+        return OnnxGraph.from_protos(body.node, fresh, inputs=[v.name for v in body.input],
+                                     outputs=[v.name for v in body.output], open_scope=True)
+    except GraphInvariantError:     # nodes out of order: left as they are
+        return None
+
+
+def _with_nodes(body: onnx.GraphProto, nodes: list) -> onnx.GraphProto:
+    new = onnx.GraphProto()
+    new.CopyFrom(body)
+    new.ClearField("node")
+    new.node.extend(nodes)
+    return new
+
+
+def _needs_float32(node: OnnxNode, types: Dict[str, int]) -> bool:
+    if not node.standard or node.op_type in BFLOAT16_CPU_KERNELS:
         return False
-    return any(name and types.get(name) == BF16 for name in list(node.input) + list(node.output)) \
-        or _dtype_attr(node) == BF16
+    return any(name and types.get(name) == BF16 for name in node.input + node.output) \
+        or BF16 in _dtype_attrs(node).values()
 
 
-def _float_copy(g: LoweredGraph, name: str, in_float: Dict[str, str],
-                out: List[onnx.NodeProto]) -> str:
+def _float_copy(top: OnnxGraph, g: OnnxGraph, name: str, in_float: Dict[str, str],
+                reader: OnnxNode) -> str:
     """The float32 copy of bfloat16 tensor `name`: an initializer converted now, or a Cast
-    placed before the node being rewritten (made once per graph and shared)."""
+    placed before `reader`, the node being rewritten (made once per graph and shared)."""
     if name not in in_float:
-        if name in g.initializers:
-            in_float[name] = g.add_initializer(
-                np.asarray(g.initializers[name]).astype(np.float32), f"{name}/float32")
+        if name in top.initializers:
+            in_float[name] = top.add_initializer(
+                np.asarray(top.initializers[name]).astype(np.float32), f"{name}/float32")
         else:
-            wide = g.fresh(f"{name}/float32")
-            out.append(g.make_node("Cast", [name], [wide], to=FLOAT))
-            in_float[name] = wide
+            in_float[name] = g.add_node("Cast", [name], [g.fresh(f"{name}/float32")],
+                                        before=reader, to=FLOAT).output[0]
     return in_float[name]

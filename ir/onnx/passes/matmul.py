@@ -16,72 +16,61 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-import onnx
 
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph, attr_value
-
-_STANDARD = ("", "ai.onnx")
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 
 
-def merge_sibling_matmuls(g: LoweredGraph) -> int:
+def merge_sibling_matmuls(g: OnnxGraph) -> int:
     """Merge MatMuls that share their first input and have constant 2-D weights of one
-    dtype; return how many MatMuls went."""
-    groups = defaultdict(list)
-    for node in g.nodes:
-        if node.op_type == "MatMul" and node.domain in _STANDARD and len(node.input) == 2 \
-                and node.input[0] != node.input[1]:
+    dtype; return how many MatMuls (and bias Adds) went. The merged MatMul, its bias Add
+    and the Split land right after the shared input's producer, the Split writing the names
+    the MatMuls (or their Adds) wrote, so every reader keeps its input."""
+    groups: Dict[tuple, List[OnnxNode]] = {}
+    for node in g.of_type("MatMul"):
+        if len(node.input) == 2 and node.input[0] != node.input[1]:
             w = g.const(node.input[1])
             if w is not None and w.ndim == 2 and g.const(node.input[0]) is None:
-                groups[(node.input[0], w.dtype.str, w.shape[0])].append(node)
+                groups.setdefault((node.input[0], w.dtype.str, w.shape[0]), []).append(node)
     removed = 0
-    replaced: Dict[int, List[onnx.NodeProto]] = {}
-    users = g.consumers() if groups else {}
     for (x, _, _), nodes in groups.items():
         if len(nodes) < 2:
             continue
-        weights = [w for w in (g.const(n.input[1]) for n in nodes) if w is not None]
-        biases = [_bias_after(g, users, n, w) for n, w in zip(nodes, weights)]
+        weights = [g.const(n.input[1]) for n in nodes]
+        biases = [_bias_after(g, n, w) for n, w in zip(nodes, weights)]
         with_bias = all(b is not None for b in biases)
+        rank = g.rank(nodes[0].output[0])
+        outputs = [add.output[0] for add, _ in biases] if with_bias \
+            else [n.output[0] for n in nodes]
+        for add, _ in (biases if with_bias else ()):
+            g.remove(add, keep_uses=True)       # the Split writes their names
+        for n in nodes:
+            g.remove(n, keep_uses=not with_bias)
         merged = g.fresh(f"{nodes[0].output[0]}/merged")
-        sizes = g.add_initializer(np.array([w.shape[1] for w in weights], np.int64), "split_sizes")
-        chain = [g.make_node("MatMul", [x, g.add_initializer(np.concatenate(weights, axis=1),
-                                                             "weight_merged")], [merged])]
-        outputs = [n.output[0] for n in nodes]
+        sizes = g.add_initializer(np.array([w.shape[1] for w in weights], np.int64),
+                                  "split_sizes")
+        weight = g.add_initializer(np.concatenate(weights, axis=1), "weight_merged")
+        chain = [g.add_node("MatMul", [x, weight], [merged])]
         if with_bias:
             biased = g.fresh(f"{nodes[0].output[0]}/biased")
-            bias = g.add_initializer(np.concatenate([b[1] for b in biases]), "bias_merged")
-            chain.append(g.make_node("Add", [merged, bias], [biased]))
-            outputs = [add.output[0] for add, _ in biases]
-            for add, _ in biases:
-                replaced[id(add)] = []
-            merged = biased
-        chain.append(g.make_node("Split", [merged, sizes], outputs, axis=-1))
-        rank = g.rank(nodes[0].output[0])
+            bias = g.add_initializer(np.concatenate([b for _, b in biases]), "bias_merged")
+            chain.append(g.add_node("Add", [merged, bias], [biased]))
+        g.add_node("Split", [chain[-1].output[0], sizes], outputs, axis=-1)
         if rank is not None:
-            g.ranks.update({n.output[0]: rank for n in chain[:-1]})
-        replaced[id(nodes[0])] = chain
-        for n in nodes[1:]:
-            replaced[id(n)] = []
+            g.ranks.update({n.output[0]: rank for n in chain})
         removed += (len(nodes) - 1) * (2 if with_bias else 1)
-    if replaced:
-        g.nodes[:] = [m for n in g.nodes for m in replaced.get(id(n), [n])]
-        g.toposort()     # the Split's later outputs are read by nodes placed before it
     return removed
 
 
-def _bias_after(g: LoweredGraph, users, matmul, w):
+def _bias_after(g: OnnxGraph, matmul: OnnxNode, w: np.ndarray):
     """(the Add, its bias as a vector) when `matmul`'s output is read by one Add alone
     that adds a constant per output column; else None."""
     y = matmul.output[0]
-    readers = users.get(y, [])
-    if y in g.pinned or len(readers) != 1 or readers[0].op_type != "Add" \
-            or readers[0].domain not in _STANDARD or len(readers[0].input) != 2:
+    add = g.only_user(y)
+    if add is None or add.op_type != "Add" or not add.standard or len(add.input) != 2:
         return None
-    add = readers[0]
     other = add.input[1] if add.input[0] == y else add.input[0]
     c = g.const(other)
     if c is None or other == y or c.dtype != w.dtype or c.ndim > 1 or c.size != w.shape[1]:
@@ -116,19 +105,18 @@ def _batched_matmul(equation: str) -> Optional[Tuple[List[int], List[int], List[
             [product.index(c) for c in out])
 
 
-def einsums_to_matmuls(g: LoweredGraph) -> int:
-    """Rewrite batched-matmul Einsums as Transpose/MatMul/Transpose; return how many."""
+def einsums_to_matmuls(g: OnnxGraph) -> int:
+    """Rewrite batched-matmul Einsums as Transpose/MatMul/Transpose; return how many. The
+    operands' Transposes and the MatMul go before the Einsum, which becomes the MatMul (or
+    the output's Transpose) in place, writing its name."""
     count = 0
-    out_nodes: List[onnx.NodeProto] = []
-    for node in g.nodes:
-        plan = None
-        if node.op_type == "Einsum" and node.domain in _STANDARD and len(node.input) == 2 \
-                and len(node.output) == 1:
-            equation = attr_value(node, "equation")
-            equation = equation.decode() if isinstance(equation, bytes) else equation
-            plan = _batched_matmul(equation or "")
+    for node in g.of_type("Einsum"):
+        if len(node.input) != 2 or len(node.output) != 1:
+            continue
+        equation = node.attr("equation")
+        equation = equation.decode() if isinstance(equation, bytes) else equation
+        plan = _batched_matmul(equation or "")
         if plan is None:
-            out_nodes.append(node)
             continue
         a_perm, b_perm, out_perm = plan
         operands = []
@@ -136,44 +124,41 @@ def einsums_to_matmuls(g: LoweredGraph) -> int:
             if perm == sorted(perm):
                 operands.append(name)
                 continue
-            moved = g.fresh(f"{name}/transposed")
-            out_nodes.append(g.make_node("Transpose", [name], [moved], perm=perm))
+            moved = g.add_node("Transpose", [name], [g.fresh(f"{name}/transposed")],
+                               before=node, perm=perm).output[0]
             g.ranks[moved] = len(perm)
             operands.append(moved)
         y = node.output[0]
         if out_perm == sorted(out_perm):
-            out_nodes.append(g.make_node("MatMul", operands, [y]))
+            g.set_op(node, "MatMul", operands, attrs={})
         else:
-            product = g.fresh(f"{y}/matmul")
+            product = g.add_node("MatMul", operands, [g.fresh(f"{y}/matmul")],
+                                 before=node).output[0]
             g.ranks[product] = len(out_perm)
-            out_nodes.append(g.make_node("MatMul", operands, [product]))
-            out_nodes.append(g.make_node("Transpose", [product], [y], perm=out_perm))
+            g.set_op(node, "Transpose", [product], attrs={"perm": out_perm})
         count += 1
-    if count:
-        g.nodes[:] = out_nodes
     return count
 
 
-def attention_form(g: LoweredGraph) -> int:
+def attention_form(g: OnnxGraph) -> int:
     """Split-axis biases hoisted before their Reshape and power-of-two score scales as
     Divs (the module's docstring); return how many rewrites."""
     return hoist_split_biases(g) + scales_as_divs(g)
 
 
-def scales_as_divs(g: LoweredGraph) -> int:
+def scales_as_divs(g: OnnxGraph) -> int:
     """Mul(MatMul(..), c) read only by a Softmax, c a scalar power of two, as Div by 1 / c
-    (exact: both are exponent shifts)."""
-    producers, users = g.producers(), g.consumers()
+    (exact: both are exponent shifts); the Mul becomes the Div in place."""
     count = 0
-    for mul in g.nodes:
-        if mul.op_type != "Mul" or mul.domain not in _STANDARD or len(mul.input) != 2:
+    for mul in g.of_type("Mul"):
+        if len(mul.input) != 2:
             continue
-        readers = users.get(mul.output[0], [])
-        if len(readers) != 1 or readers[0].op_type != "Softmax":
+        readers = g.uses(mul.output[0])
+        if len(readers) != 1 or readers[0][0].op_type != "Softmax":
             continue
         for pos in (1, 0):
             c, x = g.const(mul.input[pos]), mul.input[1 - pos]
-            source = producers.get(x)
+            source = g.producer(x)
             if c is None or c.size != 1 or c.dtype.kind != "f" or source is None \
                     or source.op_type != "MatMul":
                 continue
@@ -181,41 +166,41 @@ def scales_as_divs(g: LoweredGraph) -> int:
             if mantissa != 0.5:     # 2**k: its inverse is exact
                 continue
             inverse = g.add_initializer((np.ones((), c.dtype) / c).astype(c.dtype), "scale_inverse")
-            mul.op_type = "Div"
-            del mul.input[:]
-            mul.input.extend([x, inverse])
+            g.set_op(mul, "Div", [x, inverse])
             count += 1
             break
     return count
 
 
-def hoist_split_biases(g: LoweredGraph) -> int:
+def hoist_split_biases(g: OnnxGraph) -> int:
     """Rewrite Add(Reshape(x, target), b), where the Reshape splits x's last axis into b's
     (trailing) shape, as Reshape(Add(x, b flattened), target); return how many. Exact: x's
-    last axis is target's last dims in row-major order whatever the leading dims do."""
-    producers, users = g.producers(), g.consumers()
+    last axis is target's last dims in row-major order whatever the leading dims do. The new
+    Add goes before the Reshape; the Reshape (its name and allowzero) is made again after it,
+    writing the old Add's output."""
     count = 0
-    for add in g.nodes:
-        if add.op_type != "Add" or add.domain not in _STANDARD or len(add.input) != 2:
+    for add in g.of_type("Add"):
+        if len(add.input) != 2:
             continue
         for pos in (1, 0):
             y, bias = add.input[1 - pos], g.const(add.input[pos])
-            reshape = producers.get(y)
+            reshape = g.producer(y)
             if bias is None or reshape is None or reshape.op_type != "Reshape" \
-                    or reshape.domain not in _STANDARD or y in g.pinned \
-                    or len(users.get(y, [])) != 1 or len(reshape.input) != 2:
+                    or not reshape.standard or g.only_user(y) is not add \
+                    or len(reshape.input) != 2:
                 continue
             x, target = reshape.input[0], g.const(reshape.input[1])
-            split = _split_bias(bias, target, _last_dim(g, producers, x))
+            split = _split_bias(bias, target, _last_dim(g, x))
             if split is None:
                 continue
-            moved = g.fresh(f"{add.output[0]}/hoisted")
             vector = g.add_initializer(split, "bias_vector")
-            out, old = add.output[0], onnx.NodeProto()
-            old.CopyFrom(reshape)
-            reshape.CopyFrom(g.make_node("Add", [x, vector], [moved]))
-            add.CopyFrom(old)     # the Reshape (its name and allowzero), now of x + b
-            add.input[0], add.output[0] = moved, out
+            out = add.output[0]
+            moved = g.add_node("Add", [x, vector], [g.fresh(f"{out}/hoisted")],
+                               before=reshape).output[0]
+            g.remove(add, keep_uses=True)       # the Reshape below writes `out` again
+            g.remove(reshape)
+            g.add_node("Reshape", [moved, reshape.input[1]], [out], name=reshape.name,
+                       domain=reshape.domain, **reshape.attrs)
             rank = g.rank(x)
             if rank is not None:
                 g.ranks[moved] = rank
@@ -224,12 +209,13 @@ def hoist_split_biases(g: LoweredGraph) -> int:
     return count
 
 
-def _last_dim(g: LoweredGraph, producers, x: str) -> Optional[int]:
+def _last_dim(g: OnnxGraph, x: str) -> Optional[int]:
     shape = g.shapes.get(x)
     if shape and shape[-1] is not None:
         return int(shape[-1])
-    node = producers.get(x)     # a projection: MatMul by a constant matrix
-    w = g.const(node.input[1]) if node is not None and node.op_type == "MatMul" else None
+    node = g.producer(x)     # a projection: MatMul by a constant matrix
+    w = g.const(node.input[1]) if node is not None and node.op_type == "MatMul" \
+        and len(node.input) == 2 else None
     return int(w.shape[1]) if w is not None and w.ndim == 2 else None
 
 

@@ -12,7 +12,7 @@ from onnx import helper
 
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.passes.bfloat16 import BFLOAT16_CPU_KERNELS, OPSET, compute_bfloat16_in_float32
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
+from tf2ir.ir.onnx.graph import OnnxGraph
 
 BF16, FLOAT = onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT
 
@@ -65,12 +65,13 @@ def _lowered(nodes, inits, inputs, outputs, dtypes):
         name = fresh_name(hint, taken)
         taken.add(name)
         return name
-    return LoweredGraph(nodes, dict(inits), list(inputs), list(outputs), fresh, {}, dtypes)
+    return OnnxGraph.from_protos(nodes, fresh, inputs=inputs, outputs=outputs,
+                                 initializers=dict(inits), dtypes=dtypes)
 
 
-def _run(g: LoweredGraph, feeds):
+def _run(g: OnnxGraph, feeds):
     inits = [onnx.numpy_helper.from_array(np.asarray(a), n) for n, a in g.initializers.items()]
-    graph = helper.make_graph(g.nodes, "t", [helper.make_tensor_value_info(n, FLOAT, None)
+    graph = helper.make_graph(g.to_protos(), "t", [helper.make_tensor_value_info(n, FLOAT, None)
                                              for n in g.inputs],
                               [helper.make_tensor_value_info(n, FLOAT, None) for n in g.outputs],
                               inits)
@@ -97,6 +98,7 @@ def test_unsupported_ops_run_in_float32_between_casts():
     dtypes = {"x": "float32", "xb": "bfloat16", "y": "float32"}
     g = _lowered(nodes, {"w": w}, ["x"], ["y"], dtypes)
     assert compute_bfloat16_in_float32(g) == 3                       # Add, Relu, Mul
+    g.check()
     kept = [n for n in g.nodes if n.op_type == "Transpose"]
     assert len(kept) == 2 and all(n.input[0] in ("sum", "xb") for n in kept)   # bfloat16 still
     float_w = [n for n, a in g.initializers.items() if n != "w"]
@@ -120,6 +122,7 @@ def test_subgraph_nodes_and_dtype_attributes_are_rewritten():
     g = _lowered(nodes, {}, ["x", "c"], ["y"], {"x": "float32", "c": "bool", "xb": "bfloat16",
                                               "y": "float32"})
     assert compute_bfloat16_in_float32(g) == 2                       # Neg, EyeLike
+    g.check()
     x = np.array([[1.5, -2.0], [0.25, 3.0]], np.float32)
     inits = {"c": np.array(True)}
     g.initializers.update(inits)
@@ -133,3 +136,25 @@ def test_graphs_without_bfloat16_are_left_alone():
     nodes = [helper.make_node("Add", ["x", "x"], ["y"])]
     g = _lowered(nodes, {}, ["x"], ["y"], {"x": "float32", "y": "float32"})
     assert compute_bfloat16_in_float32(g) == 0 and len(g.nodes) == 1
+
+
+def test_a_rewritten_node_writing_a_graph_output_keeps_its_name():
+    """`sum` (bfloat16) is a graph output and read further: the float32 Add writes a new name
+    and the Cast back to bfloat16 writes `sum`, before its reader."""
+    nodes = [helper.make_node("Cast", ["x"], ["xb"], to=BF16),
+             helper.make_node("Add", ["xb", "xb"], ["sum"]),
+             helper.make_node("Cast", ["sum"], ["y"], to=FLOAT)]
+    g = _lowered(nodes, {}, ["x"], ["sum", "y"], {"x": "float32", "xb": "bfloat16",
+                                                 "sum": "bfloat16", "y": "float32"})
+    assert compute_bfloat16_in_float32(g) == 1
+    g.check()
+    back = g.producer("sum")
+    assert back.op_type == "Cast" and back.attr("to") == BF16
+    add = g.producer(back.input[0])
+    assert add.op_type == "Add" and g.producer(add.input[0]).attr("to") == FLOAT
+    assert add.input[0] == add.input[1]                 # one float32 copy of xb, shared
+    assert [n.op_type for n in g.nodes] == ["Cast", "Cast", "Add", "Cast", "Cast"]
+    g.outputs.remove("sum")
+    x = np.array([[1.25, -3.5]], np.float32)
+    np.testing.assert_allclose(_run(g, {"x": x})[0], bf16(bf16(x).astype(np.float32) * 2)
+                               .astype(np.float32))

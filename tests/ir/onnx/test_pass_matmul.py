@@ -9,7 +9,7 @@ import pytest
 from tf2ir.ir.onnx.passes.matmul import (
     _batched_matmul, attention_form, einsums_to_matmuls, merge_sibling_matmuls,
 )
-from tests.ir.onnx.test_pass_common import check_pass, node, op_types
+from tests.ir.onnx.test_pass_common import check_pass, node, on_onnx_graph, op_types
 
 F32 = np.float32
 RNG = np.random.RandomState(0)
@@ -93,3 +93,44 @@ def test_power_of_two_score_scales_become_divs(scale, becomes_div):
                           {"y": (F32, [2, 3, 3])}, feeds, rtol=1e-7)
     assert count == int(becomes_div)
     assert ("Div" in op_types(g)) == becomes_div
+
+
+def test_the_passes_run_on_the_onnx_graph():
+    for run_pass in (einsums_to_matmuls, attention_form, merge_sibling_matmuls):
+        assert on_onnx_graph(run_pass), run_pass.__name__
+
+
+def test_siblings_apart_merge_before_every_reader():
+    """x is made by a node; the first projection's reader comes before the second projection:
+    the Split lands after x's producer, before both readers (no reordering afterwards)."""
+    inits = {"w0": RNG.randn(8, 6).astype(F32), "w1": RNG.randn(8, 4).astype(F32)}
+    nodes = [node("Relu", ["inp"], ["x"]), node("MatMul", ["x", "w0"], ["m0"]),
+             node("Neg", ["m0"], ["n0"]), node("MatMul", ["x", "w1"], ["m1"]),
+             node("Add", ["n0", "n0"], ["y"])]
+    g, count = check_pass(merge_sibling_matmuls, nodes, inits, {"inp": (F32, [5, 8])},
+                          {"y": (F32, [5, 6]), "m1": (F32, [5, 4])},
+                          {"inp": RNG.randn(5, 8).astype(F32)}, rtol=1e-4)
+    assert count == 1 and op_types(g) == ["Relu", "MatMul", "Split", "Neg", "Add"]
+    assert list(g.producer("m1").output) == ["m0", "m1"]        # the graph output's name kept
+
+
+def test_the_hoisted_bias_keeps_the_reshape_and_the_output_name():
+    inits = {"w": RNG.randn(8, 8).astype(F32), "shape": np.array([0, 5, 2, 4], np.int64),
+             "b": RNG.randn(2, 4).astype(F32)}
+    nodes = [node("MatMul", ["x", "w"], ["m"]), node("Reshape", ["m", "shape"], ["r"], allowzero=0),
+             node("Add", ["b", "r"], ["y"])]
+    g, count = check_pass(attention_form, nodes, inits, {"x": (F32, [3, 5, 8])},
+                          {"y": (F32, [3, 5, 2, 4])}, {"x": RNG.randn(3, 5, 8).astype(F32)})
+    reshape = g.producer("y")
+    assert count == 1 and reshape.op_type == "Reshape" and reshape.name == "Reshape:r"
+    assert reshape.attr("allowzero") == 0 and g.producer(reshape.input[0]).op_type == "Add"
+
+
+def test_an_einsum_writing_a_graph_output_becomes_its_transpose():
+    nodes = [node("Einsum", ["a", "b"], ["y"], equation="BNTS,BSNH->BTNH")]
+    feeds = {"a": RNG.randn(2, 3, 5, 6).astype(F32), "b": RNG.randn(2, 6, 3, 4).astype(F32)}
+    g, count = check_pass(einsums_to_matmuls, nodes, {},
+                          {"a": (F32, [2, 3, 5, 6]), "b": (F32, [2, 6, 3, 4])},
+                          {"y": (F32, [2, 5, 3, 4])}, feeds, rtol=1e-4)
+    assert count == 1 and op_types(g) == ["Transpose", "MatMul", "Transpose"]
+    assert g.producer("y").attr("perm") == [0, 2, 1, 3] and g.producer("y").name == "Einsum:y"
