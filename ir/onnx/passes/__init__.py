@@ -85,7 +85,9 @@ ONNX_PASSES: List[PassRecord] = [
           after=("fold", "layout", "identity"), legacy=False),
     _onnx("scale", sink_scales_into_weights,
           "per-channel Muls no producer absorbs moved forward (through Add, positive-scale "
-          "Relu/MaxPool, pools, zero Pads) into the weights of the Conv/Gemm/MatMul reading them",
+          "Relu/MaxPool, pools, zero Pads) into the weights of the Conv/Gemm/MatMul reading them; "
+          "per-channel Adds into unpadded Conv/Gemm biases, else (of a Conv, Concat or pool "
+          "output) as BatchNormalization, which onnxruntime runs in its blocked layout",
           after=("affine", "pad", "pool_pad", "global_pool"), legacy=False),
     _onnx("activation", fuse_hard_activations,
           "x * HardSigmoid(x) as HardSwish; Clip(z, 0, 6) / 6 as HardSigmoid",

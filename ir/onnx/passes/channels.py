@@ -69,6 +69,7 @@ class ChannelFacts:
     def __init__(self, g: OnnxGraph):
         self.g = g
         self.memo: Dict[Tuple[str, int], Optional[int]] = {}
+        self.ranks: Dict[str, Optional[int]] = {}
 
     def channels(self, name: str, axis: int) -> Optional[int]:
         """The size of dim `axis` of `name` where the producers tell it (Conv, Gemm, MatMul
@@ -80,26 +81,34 @@ class ChannelFacts:
         return self.memo[key]
 
     def rank(self, name: str) -> Optional[int]:
-        """`name`'s rank, known or kept from the data input by a rank-keeping producer."""
-        g = self.g
-        for _ in range(64):
-            rank = g.rank(name)
-            node = g.producer(name)
+        """`name`'s rank, known or kept from the data input by a rank-keeping producer (x op c
+        keeps x's rank when c has no more dims). One walk up per name (memoised)."""
+        g, chain = self.g, []           # (name, the dims a constant operand there has)
+        while True:
+            if name in self.ranks:
+                rank = self.ranks[name]
+                break
+            rank, node = g.rank(name), g.producer(name)
             if rank is not None or node is None or not node.input or not node.standard:
-                return rank
+                break
             if node.op_type in ARITHMETIC and len(node.input) == 2:
-                consts = [g.const(i) for i in node.input]   # x op c keeps x's rank
+                consts = [g.const(i) for i in node.input]
                 if (consts[0] is None) == (consts[1] is None):
-                    return None
-                c, name = (consts[1], node.input[0]) if consts[0] is None \
+                    break
+                c, following = (consts[1], node.input[0]) if consts[0] is None \
                     else (consts[0], node.input[1])
-                assert c is not None
-                rank = self.rank(name)
-                return rank if rank is not None and c.ndim <= rank else None
-            if node.op_type not in _SAME_RANK:
-                return None
-            name = node.input[0]
-        return None
+                chain.append((name, c.ndim))
+            elif node.op_type in _SAME_RANK:
+                following = node.input[0]
+                chain.append((name, 0))
+            else:
+                break
+            name = following
+        for known, dims in reversed(chain):
+            if rank is not None and dims > rank:
+                rank = None
+            self.ranks[known] = rank
+        return rank
 
     def _channels(self, name: str, axis: int) -> Optional[int]:
         g = self.g

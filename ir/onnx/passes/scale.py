@@ -7,19 +7,20 @@ padding). Passed through: Add/Sub of a constant (divided by s), Mul/Div by a con
 Relu/LeakyRelu/MaxPool (every s > 0), AveragePool, global pools (and their Flatten),
 ReduceMean of other axes, zero Pad of other axes, Transpose; each value on the way has one
 reader. Then the per-channel Adds/Subs left go into the biases of the Convs and Gemms
-reading them where that is exact (passes/shift.py)."""
+reading them where that is exact, or become a BatchNormalization onnxruntime runs in its
+blocked layout (passes/shift.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Set
 
 import numpy as np
 
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.passes.channels import (ARITHMETIC, ChannelFacts, Scale, broadcast_fits,
                                            channel_scale, const_operand)
-from tf2ir.ir.onnx.passes.shift import fold_shift
+from tf2ir.ir.onnx.passes.shift import fold_shift, shift_as_batch_norm
 
 __all__ = ["sink_scales_into_weights", "channel_scale", "Scale"]
 
@@ -38,6 +39,7 @@ class _Sinker:
     def __init__(self, g: OnnxGraph, facts: ChannelFacts):
         self.g = g
         self.facts = facts
+        self.failed: Set[tuple] = set()     # (value, kind of scale) whose way failed
 
     def passes_through(self, node: OnnxNode, v: str, scale: Scale) -> Optional[Scale]:
         """The scale on `node`'s output when `node` commutes with `scale` on input `v`."""
@@ -130,24 +132,28 @@ class _Sinker:
         return False
 
     def follow(self, v: str, scale: Scale) -> Optional[_Path]:
-        """The way from `v` (which carries `scale`) to nodes that absorb it, or None."""
-        g, path = self.g, _Path()
+        """The way from `v` (which carries `scale`) to nodes that absorb it, or None. A way
+        that failed fails again for any scale of the same kind (rewrites only add readers),
+        so each value is walked once per kind: the pass stays linear on long chains."""
+        g, path, seen = self.g, _Path(), []
         while True:
+            key = (v, scale.axis, scale.rank, scale.s.size, scale.s.dtype.str,
+                   bool(np.all(scale.s > 0)))
             readers = g.users(v)
-            if not readers or g.is_pinned(v):
+            if key in self.failed or not readers or g.is_pinned(v):
+                self.failed.update(seen)
                 return None
+            seen.append(key)
             if all(self.absorbs(r, v, scale) for r in readers):
                 path.absorbers, path.last = readers, scale
                 return path
-            if g.use_count(v) != 1:
-                return None
-            step = readers[0]
-            after = self.passes_through(step, v, scale)
+            after = self.passes_through(readers[0], v, scale) if g.use_count(v) == 1 else None
             if after is None:
+                self.failed.update(seen)
                 return None
-            path.steps.append(step)
+            path.steps.append(readers[0])
             path.scales.append(scale)
-            v, scale = step.output[0], after
+            v, scale = readers[0].output[0], after
 
     def rewrite(self, mul: OnnxNode, x: str, path: _Path) -> None:
         g = self.g
@@ -211,8 +217,9 @@ class _Sinker:
 
 def sink_scales_into_weights(g: OnnxGraph) -> int:
     """Move constant per-channel Muls forward into Conv/Gemm/MatMul weights, and constant
-    per-channel Adds into the biases of unpadded Convs and Gemms reading them; return how
-    many nodes went."""
+    per-channel Adds into the biases of unpadded Convs and Gemms reading them (the others
+    of a channels-blocked value as BatchNormalization); return how many nodes went or
+    changed."""
     facts = ChannelFacts(g)
     sinker = _Sinker(g, facts)
     count = 0
@@ -221,5 +228,5 @@ def sink_scales_into_weights(g: OnnxGraph) -> int:
             count += sinker.sink(node)
     for node in g.of_type("Add", "Sub"):
         if node.graph is g:
-            count += fold_shift(g, facts, node)
+            count += fold_shift(g, facts, node) or shift_as_batch_norm(g, facts, node)
     return count

@@ -44,7 +44,8 @@ def _check(nodes, inits, spatial=6):
 def test_a_positive_scale_goes_through_add_and_relu_into_a_padded_conv():
     nodes, inits = _dense_block(RNG.uniform(0.3, 2, 8).astype(F32))
     g, count = _check(nodes, inits)
-    assert count == 1 and op_types(g) == ["Conv", "Concat", "Add", "Relu", "Conv"]
+    # the Mul went; the shift left (t / s, before a padded Conv) is a BatchNormalization
+    assert count == 2 and op_types(g) == ["Conv", "Concat", "BatchNormalization", "Relu", "Conv"]
     assert "s" not in {i for n in g.nodes for i in n.input}
 
 
@@ -52,7 +53,7 @@ def test_through_pad_max_pool_and_average_pool_into_a_grouped_conv():
     nodes, inits = _dense_block(RNG.uniform(0.3, 2, 8).astype(F32), group=2,
                                 between=("Relu", "Pad", "MaxPool", "AveragePool"))
     g, count = _check(nodes, inits)
-    assert count == 1 and "Mul" not in op_types(g)
+    assert count == 2 and "Mul" not in op_types(g) and "Add" not in op_types(g)
 
 
 def test_a_negative_scale_is_not_pushed_through_relu_or_max_pool():
@@ -69,7 +70,7 @@ def test_a_negative_scale_with_nothing_non_linear_between_goes_into_the_conv():
     scale[scale == 0] = 1
     nodes, inits = _dense_block(scale, between=("AveragePool",))
     g, count = _check(nodes, inits)
-    assert count == 1 and "Mul" not in op_types(g)
+    assert count == 2 and "Mul" not in op_types(g) and "Add" not in op_types(g)
 
 
 def test_through_global_pooling_and_spatial_mean_into_a_gemm():
@@ -137,6 +138,51 @@ def test_a_shift_goes_into_the_bias_of_an_unpadded_conv_only():
         assert count == 0 and op_types(g) == ["Add", "Conv"], padded
 
 
+def _shift_after(producer, op="Add", shift_first=False, dtype=F32):
+    """`producer` of x (Conv, Concat, Sigmoid, or None: x itself), then op(x, t) with t per
+    channel, then Relu, read by a padded Conv (which cannot take t into its bias) in float32
+    (onnxruntime has no float64 Conv)."""
+    inits = {"t": RNG.randn(1, 3, 1, 1).astype(dtype), "w": RNG.randn(4, 3, 3, 3).astype(dtype),
+             "w0": RNG.randn(3, 3, 1, 1).astype(dtype)}
+    first = {"Conv": [node("Conv", ["x", "w0"], ["p"], kernel_shape=[1, 1])],
+             "Concat": [node("Concat", ["x"], ["p"], axis=1)],
+             "Sigmoid": [node("Sigmoid", ["x"], ["p"])], None: []}[producer]
+    v = "p" if first else "x"
+    nodes = first + [node(op, ["t", v] if shift_first else [v, "t"], ["a"]),
+                     node("Relu", ["a"], ["r" if dtype == F32 else "y"])]
+    if dtype == F32:
+        nodes.append(node("Conv", ["r", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    x = RNG.randn(2, 3, 6, 6).astype(dtype)
+    return check_pass(sink_scales_into_weights, nodes, inits, {"x": (dtype, [None, 3, 6, 6])},
+                      {"y": (dtype, [None, 4 if dtype == F32 else 3, 6, 6])}, {"x": x}, rtol=1e-4)
+
+
+def test_a_shift_of_a_conv_or_concat_no_conv_takes_is_an_exact_batch_norm():
+    for producer, op, shift_first in (("Conv", "Add", False), ("Concat", "Add", True),
+                                      ("Concat", "Sub", False)):
+        g, count = _shift_after(producer, op, shift_first)
+        assert count == 1 and op_types(g)[1:] == ["BatchNormalization", "Relu", "Conv"]
+        bn = g.nodes[1]
+        scale, bias, mean, var = (g.const(name) for name in bn.input[1:])
+        t = g.const("t").reshape(-1)
+        assert bn.attr("epsilon") == 0.0 and bn.input[0] == "p"
+        np.testing.assert_array_equal(bias, -t if op == "Sub" else t)
+        assert np.all(scale == 1) and np.all(mean == 0) and np.all(var == 1)
+        assert all(a.dtype == F32 and a.shape == (3,) for a in (scale, bias, mean, var))
+
+
+def test_a_shift_of_another_producer_or_type_stays_an_add():
+    # a graph input or a Sigmoid (onnxruntime runs neither in its blocked layout), t - x,
+    # float64 (no blocked kernels)
+    for producer, op, shift_first, dtype in ((None, "Add", False, F32),
+                                             ("Sigmoid", "Add", False, F32),
+                                             ("Conv", "Sub", True, F32),
+                                             ("Concat", "Add", False, np.float64)):
+        g, count = _shift_after(producer, op, shift_first, dtype)
+        assert count == 0 and op in op_types(g), (producer, op, dtype)
+        assert "BatchNormalization" not in op_types(g)
+
+
 def test_a_shift_goes_into_a_gemm_bias():
     inits = {"t": RNG.randn(6).astype(F32), "w": RNG.randn(4, 6).astype(F32),
              "c": RNG.randn(4).astype(F32)}
@@ -170,3 +216,29 @@ def test_input_normalization_goes_through_the_nhwc_transpose_into_the_stem_conv(
     g, count = check_pass(sink_scales_into_weights, nodes, inits, {"x": (F32, [None, 6, 6, 3])},
                           {"y": (F32, [None, 4, 7, 7])}, x, rtol=1e-4)
     assert count == 1 and op_types(g) == ["Transpose", "Conv"]
+
+
+def test_a_long_chain_that_ends_in_no_absorber_is_walked_once(monkeypatch):
+    """Each Mul of a chain Mul -> Relu -> Mul -> ... -> Sigmoid follows the rest of the
+    chain and fails at the Sigmoid: the pass walks each value once, not once per Mul."""
+    from tf2ir.ir.onnx.passes import scale as scale_module
+    from tests.ir.onnx.test_pass_common import onnx_graph
+    n, nodes, inits, v = 300, [], {}, "x"
+    for i in range(n):
+        inits[f"s{i}"] = RNG.uniform(0.5, 2, (1, 3, 1, 1)).astype(F32)
+        nodes += [node("Mul", [v, f"s{i}"], [f"m{i}"]), node("Relu", [f"m{i}"], [f"r{i}"])]
+        v = f"r{i}"
+    nodes.append(node("Sigmoid", [v], ["y"]))
+    g = onnx_graph(nodes, inits, {"x": (F32, [None, 3, 4, 4])}, {"y": (F32, [None, 3, 4, 4])})
+    for each in g.nodes:                  # channels known, as the IR's shapes tell them
+        g.shapes[each.output[0]] = (None, 3, 4, 4)
+    calls = []
+    original = scale_module._Sinker.passes_through
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+    monkeypatch.setattr(scale_module._Sinker, "passes_through", counting)
+    assert sink_scales_into_weights(g) == 0
+    g.check()
+    assert 2 * n - 2 <= len(calls) <= 4 * n      # the first Mul's walk, then no more
