@@ -75,10 +75,16 @@ class Converter:
     def run(self, outputs: List[Tuple[str, int]], order: List[str]) -> Graph:
         """Map the nodes of `order` (topological); the graph's outputs are `outputs`."""
         self.report.kept_nodes = len(order)
+        nodes, values, op_types = self.tf.nodes, self.values, self.report.op_types
         for name in order:
-            node = self.tf[name]
-            self.report.op_types[node.op_type] = self.report.op_types.get(node.op_type, 0) + 1
-            if any((src, port) not in self.values for src, port in node.inputs):
+            node = nodes[name]
+            op_types[node.op_type] = op_types.get(node.op_type, 0) + 1
+            missing = False
+            for key in node.inputs:
+                if key not in values:
+                    missing = True
+                    break
+            if missing:
                 # An input failed to convert (reported already); keep looking for op
                 # types no plugin maps, so one report lists them all.
                 if node.op_type not in PASSTHROUGH and self.manager.lookup(node.op_type) is None:
@@ -136,10 +142,11 @@ class Converter:
         if proto is None:
             raise ConversionError(f"plugin {reg.plugin} maps to IR op {irop.op_type}, "
                                   "which has no op prototype", plugin=reg.plugin)
-        fixed = [p for p in proto.inputs if p.kind != "dynamic"]
-        if len(fixed) == len(proto.inputs) and len(irop.inputs) < len(fixed) \
-                and all(p.kind == "optional" for p in fixed[len(irop.inputs):]):
-            irop.inputs += [None] * (len(fixed) - len(irop.inputs))
+        if len(irop.inputs) < len(proto.inputs):   # missing optional inputs are None
+            fixed = [p for p in proto.inputs if p.kind != "dynamic"]
+            if len(fixed) == len(proto.inputs) \
+                    and all(p.kind == "optional" for p in fixed[len(irop.inputs):]):
+                irop.inputs += [None] * (len(fixed) - len(irop.inputs))
         num_outputs = irop.num_outputs
         if num_outputs is None:
             num_outputs = proto.default_output_count(irop.attrs)

@@ -98,16 +98,17 @@ class TfNode:
                 if key not in self._def.attr:
                     raise ConversionError(f"attribute '{key}' is missing", node=self.name,
                                           op_type=self.op_type)
-            attrs = {}
-            for key in sorted(self._def.attr):
+            attrs, kinds, attr_map = {}, self._kinds, self._def.attr
+            for key in sorted(attr_map):
                 try:
-                    kind, value = decode_attr(self._def.attr[key])
+                    kind, value = decode_attr(attr_map[key])
                 except ConversionError as exc:
                     raise ConversionError(f"attribute '{key}': {exc.message}", node=self.name,
                                           op_type=self.op_type,
                                           exit_code=exc.exit_code) from None
-                _check_kind(self, key, kind, value)
-                self._kinds[key], attrs[key] = kind, value
+                if kind not in ATTR_KINDS.get(key, ()) or (self.op_type, key) in OP_ATTR_KINDS:
+                    _check_kind(self, key, kind, value)   # not plainly the usual kind
+                kinds[key], attrs[key] = kind, value
             self._attrs = attrs
         return self._attrs
 
@@ -175,21 +176,31 @@ class TfGraph:
                 if n == 0 and self.nodes[name].op_type not in SINK_EXCLUDED]
 
     def upstream(self, roots: List[str]) -> List[str]:
-        """Names of the nodes the roots need through data inputs, in a topological order."""
+        """Names of the nodes the roots need through data inputs, in a topological order:
+        the lexicographic one by file position (the file order where inputs come first)."""
         from tf2ir.ir.toposort import CycleError, find_cycle, lexicographic_order
+        nodes = self.nodes
+        names = list(nodes)
+        order = {name: i for i, name in enumerate(names)}
+        # One sweep from the end of the file: where every input of a needed node comes
+        # before it (the usual GraphDef), this finds all needed nodes, and the order by file
+        # position is the lexicographic topological order itself (linear, no heap).
+        needed, in_file_order = set(roots), True
+        for index in range(len(names) - 1, -1, -1):
+            if names[index] in needed:
+                for src, _ in nodes[names[index]].inputs:
+                    if order[src] >= index:
+                        in_file_order = False
+                    needed.add(src)
+        if in_file_order:
+            return [name for name in names if name in needed]
         needed, stack = set(), list(roots)
         while stack:
             name = stack.pop()
             if name in needed:
                 continue
             needed.add(name)
-            stack.extend(src for src, _ in self.nodes[name].inputs)
-        order = {name: i for i, name in enumerate(self.nodes)}
-        if all(order[src] < index for name, index in order.items() if name in needed
-               for src, _ in self.nodes[name].inputs):
-            # Every input comes before its consumer in the file (the usual GraphDef): the
-            # lexicographic order by file position is the file order itself (linear).
-            return [name for name in self.nodes if name in needed]
+            stack.extend(src for src, _ in nodes[name].inputs)
         edges = [(src, name) for name in needed for src, _ in self.nodes[name].inputs]
         try:
             return lexicographic_order(needed, edges, key=order.__getitem__)

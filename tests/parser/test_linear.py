@@ -63,3 +63,37 @@ def test_upstream_is_the_lexicographic_order_by_file_position(seed):
     expected = toposort.lexicographic_order(
         needed, [(a, b) for a, b in edges if b in needed], key=order.index)
     assert graph.upstream(roots) == expected
+
+
+def test_a_conversion_collects_garbage_in_batches_and_restores_the_thresholds(monkeypatch):
+    """Collecting the young generation every 700 new objects walked the growing IR again
+    and again (a third of the chain's mapping); a conversion widens it, then restores it."""
+    import gc
+
+    from tf2ir.parser import convert as convert_module
+    from tf2ir.parser.pipeline import GC_GEN0_THRESHOLD, convert_graph_def, few_collections
+    seen = []
+    real = convert_module.Converter.run
+
+    def run(self, *args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(convert_module.Converter, "run", run)
+    graph_def = graph_pb2.GraphDef()
+    node = graph_def.node.add(name="x", op="Placeholder")
+    node.attr["dtype"].type = 1
+    node.attr["shape"].shape.dim.add(size=2)
+    graph_def.node.add(name="r", op="Relu", input=["x"]).attr["T"].type = 1
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        convert_graph_def(graph_def, "m")
+        assert seen == [(GC_GEN0_THRESHOLD, 10, 10)]
+        assert gc.get_threshold() == (700, 10, 10)
+        with few_collections():   # nested: the outer setting holds, the caller's comes back
+            with few_collections():
+                assert gc.get_threshold() == (GC_GEN0_THRESHOLD, 10, 10)
+            assert gc.get_threshold() == (GC_GEN0_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*saved)
