@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# every compile in the suite checks the ONNX graph after each pass (order, use lists, onnx's
+# node checker): a pass that breaks a graph fails the test that converts it, naming the pass
+os.environ.setdefault("TF2IR_CHECK_PASSES", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -65,7 +65,7 @@ prototype.infer(same_as_input)   # the output looks like the first input; adjust
 def lower_to_onnx(ctx, node):
     inputs = [ctx.input(i) for i in range(len(node.inputs))]
     attrs = {{k: v for k, v in node.attrs.items() if isinstance(v, (int, float, str))}}
-    ctx.emit({ir_op!r}, inputs, [ctx.output(0)], domain=DOMAIN, **attrs)
+    getattr(ctx.op, {ir_op!r})(*inputs, out=ctx.output(0), domain=DOMAIN, **attrs)
 
 
 @prototype.kernel

@@ -19,11 +19,11 @@ from tf2ir.ir.onnx.opset import (
 from tf2ir.ir.onnx.target import to_target
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
-from tf2ir.ir.onnx.graph import GraphInvariantError, OnnxGraph, OnnxNode
+from tf2ir.ir.onnx.passes.check import check_after_pass
+from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.node import OpEmitter
 from tf2ir.ir.passes import IR_PASSES, PassManager
 from tf2ir.ir.passes.manager import Switches
-from tf2ir.ir.verify import check_graph
 from tf2ir.ir.prototype import prototypes_of
 from tf2ir.ir.tensor import TensorDesc, element_dtype, is_list_dtype
 
@@ -185,6 +185,13 @@ class LowerContext:
         # NotImplementedError for a dtype: a built-in lowering's node failure too).
         with proto.calling("its ONNX lowering", node, model=model):
             proto.lower_fn(self, node)
+        for value in node.outputs:           # what later nodes read must exist now
+            if (value.uses or value in node.graph.outputs) \
+                    and not self.onnx.available(value.name):
+                raise ConversionError(
+                    f"its ONNX lowering wrote nothing for output {value.name!r}", model=model,
+                    node=node.name, op_type=node.op_type,
+                    plugin=node.graph.provenance.get(node.name) or proto.plugin or None)
 
     # -- subgraphs (If branches, Loop bodies) ------------------------------------------
     def subcontext(self) -> "LowerContext":
@@ -279,31 +286,6 @@ def pass_manager(passes: Switches = None, check_passes: bool = False) -> PassMan
     check_passes = check_passes or os.environ.get("TF2IR_CHECK_PASSES") == "1"
     return PassManager(ALL_PASSES, passes, "--passes",
                        check=check_after_pass if check_passes else None)
-
-
-def check_after_pass(graph) -> None:
-    """--check-passes: an IR graph is checked against the prototypes; a lowered ONNX graph's
-    invariants (order, use lists, producers) are checked from scratch and its default-domain
-    nodes by onnx's node checker."""
-    if isinstance(graph, Graph):
-        check_graph(graph)
-        return
-    assert isinstance(graph, OnnxGraph)
-    try:
-        graph.check()
-    except GraphInvariantError as exc:
-        raise ConversionError(str(exc)) from None
-    protos = graph.to_protos()
-    ctx = onnx.checker.DEFAULT_CONTEXT
-    ctx.opset_imports = {"": choose_opset(protos)}
-    ctx.ir_version = 9
-    for node, proto in zip(graph, protos):
-        if node.standard and not node.subgraphs:
-            try:
-                onnx.checker.check_node(proto, ctx)
-            except onnx.checker.ValidationError as exc:
-                raise ConversionError(f"ONNX node {node.name!r} ({node.op_type}): "
-                                      f"{str(exc).splitlines()[0]}") from None
 
 
 def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,

@@ -69,13 +69,10 @@ class OnnxGraph(NodeOrder):
     @property
     def pinned(self) -> Set[str]:
         """Names that must keep their meaning: graph outputs and names subgraphs read."""
-        names = set(self._output_set)
-        for reads in self._subgraph_reads.values():
-            names |= reads
-        return names
+        return set(self._output_set) | set(self._subgraph_read_count)
 
     def is_pinned(self, name: str) -> bool:
-        return name in self._output_set or any(name in r for r in self._subgraph_reads.values())
+        return name in self._output_set or name in self._subgraph_read_count
 
     # -- queries -------------------------------------------------------------------------
     def producer(self, name: str) -> Optional[OnnxNode]:
@@ -101,7 +98,7 @@ class OnnxGraph(NodeOrder):
         uses = self._uses.get(name, ())
         if len(uses) != 1 or self.is_pinned(name):
             return None
-        return uses[0][0]
+        return next(iter(uses))[0]
 
     def const(self, name: str) -> Optional[np.ndarray]:
         return self.initializers.get(name) if name else None
@@ -246,7 +243,7 @@ class OnnxGraph(NodeOrder):
         if self.is_pinned(old):
             raise GraphInvariantError(f"{old!r} is a graph output or read by a subgraph: its "
                                       "producer must keep writing it")
-        uses = self._uses.get(old, [])
+        uses = self._uses.get(old, {})
         for node, _ in uses:
             if not self.available(new, node):
                 raise GraphInvariantError(f"{node!r} cannot read {new!r}: "
@@ -295,7 +292,7 @@ class OnnxGraph(NodeOrder):
             if self._producer.get(name) is node:
                 del self._producer[name]
         self._by_type.get(node.op_type, {}).pop(node, None)
-        self._subgraph_reads.pop(node, None)
+        self._track_subgraphs(node, dropped=True)
         self._unlink(node)
         node.graph = None
 

@@ -20,9 +20,11 @@ class NodeOrder:
         self._tail: Optional[OnnxNode] = None
         self._count = 0
         self._producer: Dict[str, OnnxNode] = {}
-        self._uses: Dict[str, List[Tuple[OnnxNode, int]]] = {}
+        # name -> its (reader, input position) uses, a dict for constant-time removal
+        self._uses: Dict[str, Dict[Tuple[OnnxNode, int], None]] = {}
         self._by_type: Dict[str, Dict[OnnxNode, None]] = {}
         self._subgraph_reads: Dict[OnnxNode, Set[str]] = {}
+        self._subgraph_read_count: Dict[str, int] = {}   # name -> subgraph owners reading it
 
     def __len__(self) -> int:
         return self._count
@@ -171,29 +173,35 @@ class NodeOrder:
         self._by_type.setdefault(node.op_type, {})[node] = None
         self._track_subgraphs(node)
 
-    def _track_subgraphs(self, node: OnnxNode) -> None:
-        graphs = node.subgraphs
+    def _track_subgraphs(self, node: OnnxNode, dropped: bool = False) -> None:
+        """Record the names `node`'s subgraphs read (forget them when it is `dropped`)."""
+        old = self._subgraph_reads.pop(node, None)
+        if old:
+            for name in old:
+                left = self._subgraph_read_count[name] - 1
+                if left:
+                    self._subgraph_read_count[name] = left
+                else:
+                    del self._subgraph_read_count[name]
+        graphs = () if dropped else node.subgraphs
         if graphs:
             reads: Set[str] = set()
             for sub in graphs:
                 reads |= graph_reads(sub)
             self._subgraph_reads[node] = reads
-        else:
-            self._subgraph_reads.pop(node, None)
+            for name in reads:
+                self._subgraph_read_count[name] = self._subgraph_read_count.get(name, 0) + 1
 
     def _add_use(self, name: str, node: OnnxNode, index: int) -> None:
         if name:
-            self._uses.setdefault(name, []).append((node, index))
+            self._uses.setdefault(name, {})[(node, index)] = None
 
     def _drop_use(self, name: str, node: OnnxNode, index: int) -> None:
         if not name:
             return
         uses = self._uses.get(name)
         if uses:
-            for i, (user, at) in enumerate(uses):
-                if user is node and at == index:
-                    del uses[i]
-                    break
+            uses.pop((node, index), None)
             if not uses:
                 del self._uses[name]
 

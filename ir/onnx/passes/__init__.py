@@ -43,6 +43,7 @@ def _on_lowered(run):
         rewrites = run(lowered)
         if rewrites:
             g.replace_all(lowered.nodes)
+            g.ranks.update(lowered.ranks)     # what the pass learned (its new names' ranks)
         return rewrites
     adapted.__name__ = getattr(run, "__name__", "pass")
     adapted.__doc__ = run.__doc__
