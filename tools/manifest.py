@@ -128,6 +128,9 @@ def _parse_yaml(path: str, text: str) -> Any:
         return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "flow level" in first:    # libyaml's scanner may meet the nesting before we do
+            raise _usage(f"the manifest is nested too deeply (over {MAX_DEPTH} levels)",
+                         path) from None
         raise _usage(f"not a valid YAML manifest: {_cut(first)}", path) from None
     except (ValueError, TypeError, OverflowError, LookupError) as exc:
         # a constructor's own error: a bad date, a huge int, an empty `!!float` (IndexError)

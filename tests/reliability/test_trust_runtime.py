@@ -25,6 +25,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tests.conftest import run_cli
+from tf2ir.ir.onnx import guard
 
 # -- crafted fallback segments -------------------------------------------------------------
 
@@ -573,7 +574,9 @@ def test_a_signal_held_during_a_python_run_raises_after_onnxruntime_returns():
         calls.append(1)
         if len(calls) == 2:
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)   # the handler runs here: held, no exception in the kernel
+            deadline = time.monotonic() + 10   # the handler runs here (held, no exception in
+            while not guard.SIGNALLED and time.monotonic() < deadline:   # the kernel), however
+                time.sleep(0.01)               # long a busy machine takes to deliver it
         return x + 1
     before = signal.getsignal(signal.SIGINT)
     session = InferenceSession(_custom_model(count=5), kernel_for=lambda node: kernel)
