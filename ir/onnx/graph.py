@@ -356,14 +356,6 @@ class OnnxGraph(NodeOrder):
             raise
         self._index(node)
 
-    def replace_all(self, nodes: Iterable[onnx.NodeProto]) -> None:
-        """Transitional (issue 22): make the graph hold `nodes` (a pass not yet written on this
-        graph rewrote a NodeProto copy of it), in their order."""
-        for node in list(self):
-            self.remove(node, keep_uses=True)
-        for proto in nodes:
-            self._append(OnnxNode.from_proto(proto))
-
     def to_protos(self) -> List[onnx.NodeProto]:
         return [node.to_proto() for node in self]
 

@@ -16,7 +16,6 @@ from tf2ir.ir.onnx.passes.fold import fold_lowered_constants
 from tf2ir.ir.onnx.passes.identity import remove_identities
 from tf2ir.ir.onnx.passes.layout import sink_transposes
 from tf2ir.ir.onnx.graph import OnnxGraph
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.onnx.passes.matmul import (einsums_to_matmuls, attention_form,
                                          merge_sibling_matmuls)
 from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
@@ -28,26 +27,9 @@ from tf2ir.ir.onnx.passes.reshape_chain import merge_reshape_chains
 from tf2ir.ir.passes.manager import PassManager, PassRecord
 
 
-def _onnx(name, run, description, after=(), repeat=False, before=(), default=True,
-          legacy=True) -> PassRecord:
-    return PassRecord(name, "onnx", _on_lowered(run) if legacy else run, description,
-                      after=tuple(after), repeat=repeat, before=tuple(before), default=default)
-
-
-def _on_lowered(run):
-    """Transitional (issue 22): a pass not yet written on OnnxGraph runs on a LoweredGraph
-    copy of it, whose result replaces the graph's nodes."""
-    def adapted(g: OnnxGraph) -> int:
-        lowered = LoweredGraph(g.to_protos(), g.initializers, g.inputs, g.outputs, g.fresh,
-                               g.ranks, g.dtypes, g.shapes)
-        rewrites = run(lowered)
-        if rewrites:
-            g.replace_all(lowered.nodes)
-            g.ranks.update(lowered.ranks)     # what the pass learned (its new names' ranks)
-        return rewrites
-    adapted.__name__ = getattr(run, "__name__", "pass")
-    adapted.__doc__ = run.__doc__
-    return adapted
+def _onnx(name, run, description, after=(), repeat=False, before=(), default=True) -> PassRecord:
+    return PassRecord(name, "onnx", run, description, after=tuple(after), repeat=repeat,
+                      before=tuple(before), default=default)
 
 
 _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
@@ -57,68 +39,66 @@ _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad",
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
           "constant folding of ONNX nodes whose inputs are all constants (size-bounded; "
-          "by onnx's reference evaluator)", legacy=False),
+          "by onnx's reference evaluator)"),
     _onnx("reshape", simplify_reshapes,
           "run-time Reshape targets made constant; Reshape+unit-dim Transpose merged",
-          after=("fold",), legacy=False),
+          after=("fold",)),
     _onnx("einsum", einsums_to_matmuls,
           "two-operand Einsums that are batched matrix products as Transpose/MatMul",
-          after=("fold",), legacy=False),
+          after=("fold",)),
     _onnx("layout", sink_transposes,
           "NHWC<->NCHW transposes pushed through layout-agnostic ops and cancelled",
-          after=("fold", "reshape", "einsum"), legacy=False),
+          after=("fold", "reshape", "einsum")),
     _onnx("identity", remove_identities,
           "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",),
-          repeat=True, legacy=False),
+          repeat=True),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
-          after=("fold", "layout", "identity"), legacy=False),
+          after=("fold", "layout", "identity")),
     _onnx("pad", fold_pads_into_convs, "zero Pads of spatial dims folded into Conv pads",
-          after=("fold", "layout", "identity"), legacy=False),
+          after=("fold", "layout", "identity")),
     _onnx("concat", flatten_concats,
           "a Concat read only by a Concat of the same axis spliced into it",
-          after=("fold", "layout", "identity"), legacy=False),
+          after=("fold", "layout", "identity")),
     _onnx("pool_pad", fold_pads_into_pools,
           "zero Pads of non-negative tensors (after Relu) folded into MaxPool pads",
-          after=("fold", "layout", "identity", "pad"), legacy=False),
+          after=("fold", "layout", "identity", "pad")),
     _onnx("global_pool", reduce_means_to_global_pools,
           "ReduceMean/ReduceMax over every spatial axis as GlobalAveragePool/GlobalMaxPool",
-          after=("fold", "layout", "identity"), legacy=False),
+          after=("fold", "layout", "identity")),
     _onnx("scale", sink_scales_into_weights,
           "per-channel Muls no producer absorbs moved forward (through Add, positive-scale "
           "Relu/MaxPool, pools, zero Pads) into the weights of the Conv/Gemm/MatMul reading them; "
           "per-channel Adds into unpadded Conv/Gemm biases, else (of a Conv, Concat or pool "
           "output) as BatchNormalization, which onnxruntime runs in its blocked layout",
-          after=("affine", "pad", "pool_pad", "global_pool"), legacy=False),
+          after=("affine", "pad", "pool_pad", "global_pool")),
     _onnx("activation", fuse_hard_activations,
           "x * HardSigmoid(x) as HardSwish; Clip(z, 0, 6) / 6 as HardSigmoid",
-          after=("fold", "layout", "identity", "affine"), legacy=False),
+          after=("fold", "layout", "identity", "affine")),
     _onnx("attention_form", attention_form,
           "a bias Add after a Reshape that splits the last axis (attention heads) moved "
-          "before it as one vector", after=("fold", "reshape", "einsum", "identity"),
-          legacy=False),
+          "before it as one vector", after=("fold", "reshape", "einsum", "identity")),
     _onnx("matmul_merge", merge_sibling_matmuls,
           "MatMuls sharing an input (attention's query/key/value), with their bias Adds, as "
           "one MatMul and a Split (off by default: onnxruntime's transformer optimizer fuses "
           "attention only from separate projections, and plain onnxruntime runs both alike)",
-          after=("affine", "identity", "scale", "attention_form"), default=False,
-          legacy=False),
+          after=("affine", "identity", "scale", "attention_form"), default=False),
     _onnx("cse", eliminate_common_subexpressions,
           "common-subexpression elimination (equal nodes and small constants merged)",
-          after=("affine", "scale"), repeat=True, legacy=False),
+          after=("affine", "scale"), repeat=True),
     _onnx("bfloat16", compute_bfloat16_in_float32,
           "bfloat16 ops onnxruntime's CPU backend has no kernel for computed in float32 "
           "between Casts (off: for a runtime with those kernels)",
-          after=_REWRITES, before=("dce",), legacy=False),
-    _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES, legacy=False),
+          after=_REWRITES, before=("dce",)),
+    _onnx("dce", remove_dead_nodes, "dead-code elimination", after=_REWRITES),
     _onnx("static_shape", fold_static_shapes,
           "Shape/Size of statically known shapes and integer reductions of constants made "
           "constant, and what they feed folded (exporters' shape arithmetic)",
-          before=("fold", "reshape"), legacy=False),
+          before=("fold", "reshape")),
     _onnx("reshape_chain", merge_reshape_chains,
           "Reshape/Squeeze/Unsqueeze/Flatten of one of them, of a statically known result "
           "shape, as one Reshape", after=("fold", "reshape", "static_shape"),
-          before=("layout", "dce"), legacy=False),
+          before=("layout", "dce")),
 ]
 
 

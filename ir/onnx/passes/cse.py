@@ -11,7 +11,6 @@ import onnx
 from onnx import helper
 
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
-from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 MERGE_CONST_ELEMENTS = 4096
 # Ops whose result is not a function of their inputs and attributes.
@@ -43,7 +42,6 @@ def _attribute_bytes(name: str, value: Any) -> bytes:
     return value.SerializeToString(deterministic=True)
 
 
-@accepts_lowered
 def eliminate_common_subexpressions(g: OnnxGraph) -> int:
     """Merge duplicate nodes; return how many were removed."""
     pinned = g.pinned           # no rewrite here changes what is pinned

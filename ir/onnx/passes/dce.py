@@ -18,10 +18,8 @@ from typing import Callable, List, Optional, Sequence
 import onnx
 
 from tf2ir.ir.onnx.graph import GraphInvariantError, OnnxGraph, OnnxNode, graph_reads
-from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 
-@accepts_lowered
 def remove_dead_nodes(g: OnnxGraph) -> int:
     """Drop unused nodes (and initializers nothing reads any more); return how many nodes."""
     count = _prune(g)

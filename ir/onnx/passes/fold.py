@@ -26,7 +26,6 @@ import numpy as np
 from tf2ir.ir.fold_limits import FOLD_LIMIT_BYTES, broadcast_elements, fits, fold_limit
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.opset import MAX_OPSET, OPSET
-from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 __all__ = ["FOLD_LIMIT_BYTES", "fold_lowered_constants", "evaluate"]
 
@@ -95,7 +94,6 @@ def _is_float(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or dtype.name == "bfloat16"
 
 
-@accepts_lowered
 def fold_lowered_constants(g: OnnxGraph) -> int:
     """Replace foldable nodes by initializers of their output names, in graph order (so that
     chains fold through); return how many nodes were folded."""

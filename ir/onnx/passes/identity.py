@@ -11,7 +11,6 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
-from tf2ir.ir.onnx.passes.lowered import accepts_lowered
 
 _NEUTRAL = {"Add": (0, (0, 1)), "Sub": (0, (0,)), "Mul": (1, (0, 1)), "Div": (1, (0,)),
             "Or": (False, (0, 1)), "And": (True, (0, 1)), "Xor": (False, (0, 1))}
@@ -53,7 +52,6 @@ def _covers(shape, const_shape) -> bool:
     return all(c == 1 or d == c for d, c in zip(tail, const_shape))
 
 
-@accepts_lowered
 def remove_identities(g: OnnxGraph, only: Optional[Sequence[str]] = None) -> int:
     """Remove pass-through nodes (of the op types `only`, if given); return how many."""
     removed = 0

@@ -4,7 +4,7 @@ after a pass), and the tests of the pass pipeline: switches, order, a whole smal
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -14,7 +14,6 @@ from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.onnx.graph import OnnxGraph
-from tf2ir.ir.onnx.passes.lowered import LoweredGraph
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.compile import ALL_PASSES
 from tf2ir.ir.passes.manager import order_passes, resolve_switches
@@ -34,11 +33,11 @@ def _info(name: str, spec: Spec) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), dims)
 
 
-def make_model(g: Union[LoweredGraph, OnnxGraph], inputs: Dict[str, Spec],
+def make_model(g: OnnxGraph, inputs: Dict[str, Spec],
                outputs: Dict[str, Spec]) -> onnx.ModelProto:
     used = {n for nd in g.nodes for n in nd.input} | set(outputs)
     inits = [onnx.numpy_helper.from_array(a, n) for n, a in g.initializers.items() if n in used]
-    protos = g.to_protos() if isinstance(g, OnnxGraph) else list(g.nodes)
+    protos = g.to_protos()
     graph = helper.make_graph(protos, "t", [_info(n, s) for n, s in inputs.items()],
                               [_info(n, s) for n, s in outputs.items()], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -46,8 +45,10 @@ def make_model(g: Union[LoweredGraph, OnnxGraph], inputs: Dict[str, Spec],
     return model
 
 
-def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: Dict[str, Spec],
-            outputs: Dict[str, Spec], ranks: Optional[Dict[str, int]] = None) -> LoweredGraph:
+def onnx_graph(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray],
+               inputs: Dict[str, Spec], outputs: Dict[str, Spec],
+               ranks: Optional[Dict[str, int]] = None) -> OnnxGraph:
+    """A pass graph of `nodes` (copied), with the inputs' ranks, dtypes and shapes known."""
     taken = {o for n in nodes for o in n.output} | set(inits) | set(inputs)
 
     def fresh(hint):
@@ -59,23 +60,16 @@ def lowered(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray], inputs: D
     known.update(ranks or {})
     shapes = {n: tuple(s[1]) for n, s in inputs.items() if s[1] is not None}
     dtypes = {n: np.dtype(s[0]).name for n, s in inputs.items()}
-    return LoweredGraph([_copy(n) for n in nodes], dict(inits), list(inputs), list(outputs),
-                        fresh, known, dtypes, shapes)
+    return OnnxGraph.from_protos([_copy(n) for n in nodes], fresh, inputs=list(inputs),
+                                 outputs=list(outputs), initializers=dict(inits), ranks=known,
+                                 dtypes=dtypes, shapes=shapes)
 
 
-def onnx_graph(nodes: List[onnx.NodeProto], inits: Dict[str, np.ndarray],
-               inputs: Dict[str, Spec], outputs: Dict[str, Spec],
-               ranks: Optional[Dict[str, int]] = None) -> OnnxGraph:
-    """The graph of `lowered(...)` as an OnnxGraph (what passes written on it take)."""
-    g = lowered(nodes, inits, inputs, outputs, ranks)
-    return OnnxGraph.from_protos(g.nodes, g.fresh, inputs=g.inputs, outputs=g.outputs,
-                                 initializers=g.initializers, ranks=g.ranks, dtypes=g.dtypes,
-                                 shapes=g.shapes)
+lowered = onnx_graph      # (the name older tests use)
 
 
 def on_onnx_graph(run_pass: Callable) -> bool:
-    """Whether `run_pass` is registered as written on OnnxGraph (`legacy=False`: the record
-    runs the function itself, not the LoweredGraph adapter around it)."""
+    """Whether `run_pass` is a registered ONNX pass (every one is written on OnnxGraph)."""
     return any(record.run is run_pass for record in ALL_PASSES)
 
 
@@ -93,17 +87,14 @@ def run(model: onnx.ModelProto, feeds: Dict[str, np.ndarray]) -> List[np.ndarray
 def check_pass(run_pass: Callable, nodes, inits, inputs: Dict[str, Spec],
                outputs: Dict[str, Spec], feeds: Dict[str, np.ndarray], ranks=None,
                rtol: float = 1e-5) -> Tuple[Any, int]:
-    """Run `run_pass` on a copy of the graph (an OnnxGraph, checked after the pass, when the
-    pass is registered as written on it; else a LoweredGraph); assert the model stays valid
-    and onnxruntime gives the same outputs as before. Returns the rewritten graph and the
-    pass's count."""
-    before = lowered(nodes, inits, inputs, outputs, ranks)
+    """Run `run_pass` on a copy of the graph, check the graph's invariants after it, and
+    assert the model stays valid and onnxruntime gives the same outputs as before. Returns
+    the rewritten graph and the pass's count."""
+    before = onnx_graph(nodes, inits, inputs, outputs, ranks)
     expected = run(make_model(before, inputs, outputs), feeds)
-    native = on_onnx_graph(run_pass)
-    g = (onnx_graph if native else lowered)(nodes, inits, inputs, outputs, ranks)
+    g = onnx_graph(nodes, inits, inputs, outputs, ranks)
     count = run_pass(g)
-    if native:
-        g.check()
+    g.check()
     model = make_model(g, inputs, outputs)
     onnx.checker.check_model(model, full_check=True)
     got = run(model, feeds)
@@ -116,7 +107,7 @@ def check_pass(run_pass: Callable, nodes, inits, inputs: Dict[str, Spec],
     return g, count
 
 
-def op_types(g: LoweredGraph) -> List[str]:
+def op_types(g: OnnxGraph) -> List[str]:
     return [n.op_type for n in g.nodes]
 
 
