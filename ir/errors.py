@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import signal
-from contextlib import contextmanager
 from enum import IntEnum
-from typing import Iterator, Optional, Tuple, Type
+from typing import Optional, Tuple, Type
 
 
 class ExitStatus(IntEnum):
@@ -113,9 +112,7 @@ NODE_FAILURES: Tuple[Type[Exception], ...] = (ValueError, TypeError, KeyError, I
                                               ArithmeticError, NotImplementedError)
 
 
-@contextmanager
-def plugin_code(what: str, plugin: Optional[str], builtin: bool = False,
-                **where) -> Iterator[None]:
+class plugin_code:  # noqa: N801 (a context manager, named as the function it was)
     """Run plugin code (a parse function, inference, lowering, fold function or kernel, a
     hook): whatever it raises becomes one ConversionError naming the plugin and `where`
     (model, node, op_type), `what` (e.g. "its ONNX lowering") saying which code failed.
@@ -123,16 +120,28 @@ def plugin_code(what: str, plugin: Optional[str], builtin: bool = False,
     signal's Interrupted, GeneratorExit) pass. For a `builtin` plugin only NODE_FAILURES are
     the node's failure, left for outer layers to blame on the plugin that mapped the node
     (a built-in op fails on what a mapping gave it); any other exception is tf2ir's bug and
-    passes unchanged (an internal error)."""
-    plugin = None if builtin else plugin or None
-    try:
-        yield
-    except ConversionError as exc:
-        raise exc.located(plugin=plugin, **where)
-    except Exception as exc:
-        if builtin and not isinstance(exc, NODE_FAILURES):
-            raise
-        raise ConversionError(f"{what} failed: {type(exc).__name__}: {exc}", plugin=plugin,
-                              **where) from exc
-    except PLUGIN_EXITS as exc:
-        raise plugin_exit(exc, what, plugin=plugin, **where) from exc
+    passes unchanged (an internal error). A class rather than a generator: it wraps every
+    node's parse function and inference, and entering it must cost next to nothing."""
+
+    __slots__ = ("what", "plugin", "builtin", "where")
+
+    def __init__(self, what: str, plugin: Optional[str], builtin: bool = False, **where):
+        self.what, self.builtin, self.where = what, builtin, where
+        self.plugin = None if builtin else plugin or None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, _traceback) -> None:   # None: an exception passes on
+        if kind is None:
+            return
+        plugin, where = self.plugin, self.where
+        if issubclass(kind, ConversionError):
+            raise exc.located(plugin=plugin, **where)
+        if issubclass(kind, Exception):
+            if self.builtin and not isinstance(exc, NODE_FAILURES):
+                return   # tf2ir's own bug: the exception passes unchanged
+            raise ConversionError(f"{self.what} failed: {kind.__name__}: {exc}", plugin=plugin,
+                                  **where) from exc
+        if issubclass(kind, PLUGIN_EXITS):
+            raise plugin_exit(exc, self.what, plugin=plugin, **where) from exc

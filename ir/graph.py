@@ -161,7 +161,8 @@ class Graph:
         return fresh_name(base, self._names if taken is None else taken)
 
     def _new_value(self, name: str, desc: TensorDesc, producer=None, index=0) -> Value:
-        name = self.unique_name(name)
+        if name in self._names:
+            name = self.unique_name(name)
         value = Value(name, desc, producer, index)
         self._names[name] = value
         return value

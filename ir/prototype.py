@@ -303,6 +303,11 @@ class OpPrototype:
     @staticmethod
     def _expand(specs: List[PortSpec], count: int, attrs: Optional[Dict[str, Any]]) -> Optional[List[PortSpec]]:
         """One spec per actual port, or None when `count` ports cannot fit the specs."""
+        for spec in specs:
+            if spec.kind == "dynamic":
+                break
+        else:   # no dynamic group (most ops): one port per spec
+            return list(specs) if count == len(specs) else None
         attrs = attrs or {}
         counted = {}
         for spec in specs:
