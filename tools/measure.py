@@ -38,10 +38,10 @@ class Measure:
 _PHASE = re.compile(r"^tf2ir: (\w+) +([0-9.]+) s$", re.MULTILINE)
 
 
-def run_measured(cmd: List[str]) -> Measure:
+def run_measured(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Measure:
     """Run `cmd` as a child process: wall seconds and its own peak RSS (os.wait4)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
@@ -54,13 +54,24 @@ def run_measured(cmd: List[str]) -> Measure:
                    error[0] if error else "", usage.ru_utime + usage.ru_stime, phases)
 
 
-def repeat_measured(commands: Sequence[List[str]], runs: int) -> List[List[Measure]]:
+def repeat_measured(commands: Sequence[List[str]], runs: int,
+                    env: Optional[Dict[str, str]] = None) -> List[List[Measure]]:
     """Each command run `runs` times, interleaved (a busy machine slows all alike)."""
     results: List[List[Measure]] = [[] for _ in commands]
     for _ in range(runs):
         for i, cmd in enumerate(commands):
-            results[i].append(run_measured(cmd))
+            results[i].append(run_measured(cmd, env))
     return results
+
+
+def installed_like_env(cache: str) -> Dict[str, str]:
+    """The environment with Python's bytecode cache on, under `cache`: an installed package
+    has its modules compiled (pip does it), while PYTHONDONTWRITEBYTECODE=1 over a source
+    checkout recompiles every tf2ir module in every run (about 0.13 s CPU; the floor imports
+    only installed packages and would not pay it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = cache
+    return env
 
 
 # -- the models of the speed check ---------------------------------------------------------
@@ -168,10 +179,12 @@ def _ratio(name: str, a: List[Measure], b: List[Measure]) -> None:
                   f"min {min(pairs):.2f}  max {max(pairs):.2f}  (pair by pair)  {name}")
 
 
-def convert_against_floor(models: Sequence[str], runs: int) -> None:
-    """`tf2ir convert MODEL -v` and the floor of MODEL, interleaved, for each model."""
+def convert_against_floor(models: Sequence[str], runs: int, bytecode: bool = True) -> None:
+    """`tf2ir convert MODEL -v` and the floor of MODEL, interleaved, for each model, after
+    one run of each that is not counted; `bytecode`: with a bytecode cache (installed_like_env)."""
     import shlex
     with tempfile.TemporaryDirectory() as tmp:
+        env = installed_like_env(os.path.join(tmp, "pycache")) if bytecode else None
         commands, labels = [], []
         for i, model in enumerate(models):
             out = os.path.join(tmp, f"{i}.onnx")
@@ -180,7 +193,10 @@ def convert_against_floor(models: Sequence[str], runs: int) -> None:
             commands.append([sys.executable, "-m", "tf2ir.tools.measure", "--floor-of",
                              model, os.path.join(tmp, f"{i}.floor.onnx")])
             labels += [f"tf2ir convert {shlex.quote(model)}", f"floor {shlex.quote(model)}"]
-        results = repeat_measured(commands, runs)
+        repeat_measured(commands, 1, env)   # warm-up: caches filled, not counted
+        results = repeat_measured(commands, runs, env)
+        print(f"{runs} interleaved runs after a warm-up; bytecode cache "
+              f"{'on (as installed)' if bytecode else 'as the environment says'}")
         for i, model in enumerate(models):
             convert, base = results[2 * i], results[2 * i + 1]
             _print_row(labels[2 * i], convert)
@@ -202,6 +218,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--make", nargs=2, metavar=("NAME", "PATH"),
                         help="write a model of the speed check: 'chain' (--chain-nodes Relu/Neg "
                              "nodes) or a keras.applications name such as ResNet50")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="--convert: leave PYTHONDONTWRITEBYTECODE as it is (by default the "
+                             "children compile tf2ir's modules once, into a temporary cache, "
+                             "as an installed package has them)")
     parser.add_argument("--chain-nodes", type=int, default=200_000)
     parser.add_argument("--floor-of", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER,
@@ -223,7 +243,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not commands and not args.convert:
         parser.error("no command given")
     if args.convert:
-        convert_against_floor(args.convert, args.runs)
+        convert_against_floor(args.convert, args.runs, not args.no_bytecode_cache)
     for cmd, measures in zip(commands, repeat_measured(commands, args.runs)):
         _print_row(shlex.join(cmd), measures)
     return 0
