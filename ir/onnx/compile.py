@@ -15,6 +15,7 @@ from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.opset import (
     MAX_OPSET, OPSET, all_nodes as _all_nodes, changed_by_raising, choose_opset,
+    standard_op_types,
 )
 from tf2ir.ir.onnx.target import to_target
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
@@ -69,6 +70,7 @@ class LowerContext:
         self.onnx = OnnxGraph(self.fresh, [v.name for v in graph.inputs],
                               [v.name for v in graph.outputs], self.initializers)
         self._const_cache: Dict[tuple, str] = {}
+        self._node_counts: Dict[str, int] = {}
         self.node: Optional[Node] = None
         self.model: Optional[str] = None
         # graph inputs a lowering declares (`graph_input`), each with its default value; None
@@ -85,6 +87,14 @@ class LowerContext:
         return self.onnx.nodes
 
     # -- names -----------------------------------------------------------------
+    def _node_name(self, op_type: str) -> str:
+        """`<IR node>/<op>_node`, counted within the IR node: node names are a namespace of
+        their own (values' names are `fresh`), which ir_locator reads by prefix."""
+        base = f"{self.node.name}/{op_type}_node" if self.node is not None else f"{op_type}_node"
+        count = self._node_counts.get(base, 0)
+        self._node_counts[base] = count + 1
+        return base if not count else f"{base}_{count}"
+
     def fresh(self, hint: str) -> str:
         base = f"{self.node.name}/{hint}" if self.node is not None else hint
         name = fresh_name(base, self._taken)
@@ -126,7 +136,7 @@ class LowerContext:
         if isinstance(outputs, int):
             outputs = [self.fresh(op_type) for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
-        self.onnx.append(OnnxNode(op_type, inputs, outputs, self.fresh(op_type + "_node"), domain,
+        self.onnx.append(OnnxNode(op_type, inputs, outputs, self._node_name(op_type), domain,
                                   attrs))
         return list(outputs)
 
@@ -201,7 +211,7 @@ class LowerContext:
         child.graph, child.node, child.model = self.graph, None, self.model
         child.initializers, child._taken = self.initializers, self._taken
         child.onnx = OnnxGraph(child.fresh, initializers=self.initializers, open_scope=True)
-        child._const_cache = self._const_cache
+        child._const_cache, child._node_counts = self._const_cache, self._node_counts
         child.input_defaults, child.notes = None, self.notes
         child.max_opset, child.opset = self.max_opset, self.opset
         return child
@@ -310,13 +320,15 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
             raise exc.located(model=model_name)
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph
     # is smallest, since the first question loads onnx's schema registry (about 7 MB)
-    elif changed_by_raising(nodes):
+    elif changed_by_raising(types := standard_op_types(nodes)):
         ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
         optimize_lowered(ctx, graph, manager)
         nodes = ctx.onnx.to_protos()
+        types = standard_op_types(nodes)
     for message, warning in ctx.notes:
         (log.warning if warning else log.info)("note: %s", message)
-    used = _input_names(nodes)
+    # the names nodes read (walked again only when the target's forms rewrote the nodes)
+    used = _input_names(nodes) if opset is not None else ctx.onnx.read_names()
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
     defaults = ctx.input_defaults or {}
@@ -339,7 +351,7 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     domains = sorted({n.domain for n in _all_nodes(nodes) if n.domain and n.domain != "ai.onnx"})
     model = helper.make_model(onnx_graph, producer_name="tf2ir",
                               opset_imports=[helper.make_opsetid(
-                                  "", opset if opset is not None else choose_opset(nodes))]
+                                  "", opset if opset is not None else choose_opset(types))]
                               + [helper.make_opsetid(d, 1) for d in domains])
     model.ir_version = 9
     return model, initializers
@@ -381,7 +393,8 @@ def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
     anything fails."""
     model, initializers = build_model(graph, model_name, passes, check_passes, manager, opset)
     try:
-        write_model(model, initializers, path, check=check, locate=ir_locator(graph))
+        write_model(model, initializers, path, check=check,
+                    locate=lambda name: ir_locator(graph)(name))   # (only errors ask)
     except ConversionError as exc:
         raise exc.located(model=model_name)
     return model

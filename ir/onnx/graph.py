@@ -71,6 +71,10 @@ class OnnxGraph(NodeOrder):
         """Names that must keep their meaning: graph outputs and names subgraphs read."""
         return set(self._output_set) | set(self._subgraph_read_count)
 
+    def read_names(self) -> Set[str]:
+        """Every name a node or a subgraph reads."""
+        return set(self._uses) | set(self._subgraph_read_count)
+
     def is_pinned(self, name: str) -> bool:
         return name in self._output_set or name in self._subgraph_read_count
 
@@ -162,6 +166,8 @@ class OnnxGraph(NodeOrder):
             after = self._last_producer(node)
             if after is None:
                 before = self._head
+        prev: Optional[OnnxNode]
+        nxt: Optional[OnnxNode]
         if after is not None:
             self._check_member(after)
             prev, nxt = after, after._next
@@ -346,15 +352,45 @@ class OnnxGraph(NodeOrder):
             self._append(node)
 
     def _append(self, node: OnnxNode) -> None:
-        """Link `node` at the end (its reads checked), as loading and restoring do."""
+        """Link `node` at the end, as lowering, loading and restoring do (the hot path: every
+        emitted node). At the end, a name is readable when anything produces it, and a
+        name already read cannot be produced (its readers would come first)."""
+        producer, initializers, inputs = self._producer, self.initializers, self._input_set
+        for name in node.input:
+            if name and name not in producer and name not in initializers \
+                    and name not in inputs and not self._open:
+                raise GraphInvariantError(f"{node!r} would read {name!r} where nothing "
+                                          "produces it")
+        for name in node.output:
+            if name and (name in producer or name in initializers or name in inputs
+                         or name in self._uses):
+                raise GraphInvariantError(f"{node!r} would produce {name!r}, which exists "
+                                          "or is read before it")
         self._link(node, self._tail, None)
-        try:
-            self._check_reads(node)
-            self._claim_outputs(node)
-        except GraphInvariantError:
-            self._unlink(node)
-            raise
-        self._index(node)
+        if node.attrs and node.subgraphs:
+            try:
+                self._check_reads(node)
+            except GraphInvariantError:
+                self._unlink(node)
+                raise
+        for name in node.output:
+            if name:
+                producer[name] = node
+        uses = self._uses
+        for index, name in enumerate(node.input):
+            if name:
+                entry = uses.get(name)
+                if entry is None:
+                    uses[name] = {(node, index): None}
+                else:
+                    entry[(node, index)] = None
+        by_type = self._by_type.get(node.op_type)
+        if by_type is None:
+            self._by_type[node.op_type] = {node: None}
+        else:
+            by_type[node] = None
+        if node.attrs:
+            self._track_subgraphs(node)
 
     def to_protos(self) -> List[onnx.NodeProto]:
         return [node.to_proto() for node in self]

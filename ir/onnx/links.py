@@ -3,7 +3,7 @@ index, kept true by every verb of `OnnxGraph` (ir/onnx/graph.py) and checked fro
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from tf2ir.ir.onnx.node import STANDARD, GraphInvariantError, OnnxNode, graph_reads
 
@@ -14,6 +14,15 @@ class NodeOrder:
     """The order and use lists of an `OnnxGraph` (its base): a doubly linked list of nodes with
     integer order labels, each name's producer and (node, input position) uses, an index by
     op type, and the names subgraphs read; `check()` verifies them all from scratch."""
+
+    # what OnnxGraph (the subclass) holds, which the checks here read
+    initializers: Dict[str, Any]
+    outputs: List[str]
+    _input_set: Set[str]
+    _open: bool
+
+    def available(self, name: str, before: Optional[OnnxNode] = None) -> bool:
+        raise NotImplementedError
 
     def _init_order(self) -> None:
         self._head: Optional[OnnxNode] = None
@@ -206,7 +215,7 @@ class NodeOrder:
                 del self._uses[name]
 
     def _link(self, node: OnnxNode, prev: Optional[OnnxNode], nxt: Optional[OnnxNode]) -> None:
-        node.graph = self
+        node.graph = self       # type: ignore[assignment]  # (always an OnnxGraph, the subclass)
         node._prev, node._next = prev, nxt
         if prev is not None:
             prev._next = node

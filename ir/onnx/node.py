@@ -56,7 +56,7 @@ class OnnxNode:
     @property
     def subgraphs(self) -> List[onnx.GraphProto]:
         """The graphs the node's attributes hold (If branches, Loop bodies)."""
-        if self.standard and self.op_type not in SUBGRAPH_OPS:
+        if not self.attrs or (self.domain in STANDARD and self.op_type not in SUBGRAPH_OPS):
             return []
         graphs: List[onnx.GraphProto] = []
         for value in self.attrs.values():

@@ -6,7 +6,7 @@ OPSET. Other target opsets (13 to the newest onnx and onnxruntime share): ir/onn
 from __future__ import annotations
 
 import functools
-from typing import List
+from typing import List, Set
 
 import onnx
 
@@ -36,21 +36,28 @@ def _version_at(op_type: str, opset: int) -> int:
 
 
 def changed_by_raising(nodes) -> List[str]:
-    """The op types of `nodes` that choose_opset's opset would give another meaning than the
-    version the lowerings wrote (at 20 DFT's axis becomes an input, GridSample's modes are
-    renamed): a model with any must stay at OPSET."""
-    opset = choose_opset(nodes)
-    types = {n.op_type for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")}
+    """The op types of `nodes` (or the set of default-domain op types `standard_op_types`
+    gave) that choose_opset's opset would give another meaning than the version the
+    lowerings wrote (at 20 DFT's axis becomes an input, GridSample's modes are renamed): a
+    model with any must stay at OPSET."""
+    types = nodes if isinstance(nodes, (set, frozenset)) else standard_op_types(nodes)
+    opset = choose_opset(types)
     return sorted(t for t in types if _version_at(t, opset) != _since_version(t))
 
 
 def choose_opset(nodes) -> int:
     """The lowest default-domain opset from OPSET up that holds every op of `nodes` (and of
-    their subgraphs) as written: OPSET unless an op is newer (Gelu makes it 20). Not lower
-    than OPSET: onnxruntime runs some ops it has no kernel for (Softplus, Elu, Softsign in
-    float64) through their ONNX function bodies, which need the opset the bodies use."""
-    versions = [_since_version(n.op_type) for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")]
-    return max(versions + [OPSET])
+    their subgraphs; or of the op types `standard_op_types` gave) as written: OPSET unless an
+    op is newer (Gelu makes it 20). Not lower than OPSET: onnxruntime runs some ops it has no
+    kernel for (Softplus, Elu, Softsign in float64) through their ONNX function bodies, which
+    need the opset the bodies use."""
+    types = nodes if isinstance(nodes, (set, frozenset)) else standard_op_types(nodes)
+    return max([_since_version(t) for t in types] + [OPSET])
+
+
+def standard_op_types(nodes) -> Set[str]:
+    """The default-domain op types of `nodes` and of their subgraphs (one walk)."""
+    return {n.op_type for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")}
 
 
 def all_nodes(nodes):

@@ -45,7 +45,7 @@ def compute_bfloat16_in_float32(g: OnnxGraph) -> int:
 def _has_bfloat16(g: OnnxGraph) -> bool:
     return "bfloat16" in g.dtypes.values() \
         or any(_is_bfloat16_array(a) for a in g.initializers.values()) \
-        or any(BF16 in _dtype_attrs(n).values() for n in _all_nodes(g))
+        or any(BF16 in _dtype_attrs(n).values() for n in _all_nodes(g) if n.attrs)
 
 
 def _is_bfloat16_array(array: np.ndarray) -> bool:
@@ -154,7 +154,8 @@ def _rewrite_bodies(top: OnnxGraph, g: OnnxGraph, node: OnnxNode, types: Dict[st
         for sub in bodies:
             graph = _body_graph(sub, g.fresh)
             count = _rewrite(top, graph, types, dict(in_float)) if graph is not None else 0
-            new_bodies.append(_with_nodes(sub, graph.to_protos()) if count else sub)
+            new_bodies.append(_with_nodes(sub, graph.to_protos()) if count and graph is not None
+                              else sub)
             changed += count
         if changed:
             g.set_attr(node, key, new_bodies[0] if isinstance(body, onnx.GraphProto)
