@@ -291,7 +291,7 @@ def _check_order(nodes: Sequence[onnx.NodeProto], known: Set[str], name: str) ->
     known = set(known)
     later = {x for node in nodes for x in node.output}
     for node in nodes:
-        where = {"model": name, "node": node.name or None, "op_type": node.op_type}
+        node_name = node.name or None
         reads = list(node.input)
         for attr in node.attribute:        # outer names its subgraphs read
             for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
@@ -300,11 +300,13 @@ def _check_order(nodes: Sequence[onnx.NodeProto], known: Set[str], name: str) ->
             if x and x not in known:
                 raise ConversionError(f"not a valid ONNX graph: the node reads {x!r}, which no "
                                       "earlier node, initializer or graph input holds (nodes "
-                                      "must be in topological order)", **where)
+                                      "must be in topological order)", model=name,
+                                      node=node_name, op_type=node.op_type)
         for x in node.output:
             if x in known:
                 raise ConversionError(f"not a valid ONNX graph: the node writes {x!r}, which "
-                                      "another node, initializer or graph input holds", **where)
+                                      "another node, initializer or graph input holds",
+                                      model=name, node=node_name, op_type=node.op_type)
             if x:
                 known.add(x)
 

@@ -55,6 +55,7 @@ EXTENSIONS_DOMAIN = "ai.onnx.contrib"
 DISPATCH_PREFIX = "tf2ir_py_"   # the dispatch ops' names: a model may not use them itself
 # kernel_for(node): None, the node's Python kernel, or (kernel, the plugin that declares it)
 KernelFor = Callable[[onnx.NodeProto], Union[None, Callable, Tuple[Callable, str]]]
+TableKernelFor = Callable[[onnx.NodeProto], Optional[Tuple[Callable, str]]]   # table_kernels'
 Declared = Tuple[int, Optional[Tuple[Optional[int], ...]]]   # elem type, shape (None: unknown)
 Signature = Tuple[Tuple[int, ...], Tuple[int, ...]]   # PyCustomOpDef input and output types
 _DISPATCH: Dict[Signature, str] = {}   # signature → its registered dispatch op type
@@ -84,7 +85,7 @@ def _raise_kernel_failure() -> None:
         raise KernelError(failure)
 
 
-def table_kernels(table) -> KernelFor:
+def table_kernels(table) -> TableKernelFor:
     """`kernel_for` reading prototype table `table` (a plugin manager's PrototypeRegistry):
     the reference kernel of the IR op a custom-domain node stands for, by the node's op type,
     with the plugin that declares it; None where the table declares none."""

@@ -97,6 +97,7 @@ class ChannelFacts:
                     break
                 c, following = (consts[1], node.input[0]) if consts[0] is None \
                     else (consts[0], node.input[1])
+                assert c is not None     # exactly one of the two is a constant (checked above)
                 chain.append((name, c.ndim))
             elif node.op_type in _SAME_RANK:
                 following = node.input[0]

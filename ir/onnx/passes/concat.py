@@ -8,6 +8,8 @@ keeps the outer input count, and a count-based check left the outer one reading 
 
 from __future__ import annotations
 
+from typing import List
+
 from tf2ir.ir.onnx.graph import OnnxGraph
 
 
@@ -25,7 +27,8 @@ def flatten_concats(g: OnnxGraph) -> int:
         if axis is None:
             continue
         rank = g.rank(outer.output[0])
-        inputs, spliced = [], []
+        inputs: List[str] = []
+        spliced = []
         for name in outer.input:
             inner = g.producer(name)
             if inner is not None and inner.op_type == "Concat" and inner.standard \

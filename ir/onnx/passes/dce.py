@@ -85,6 +85,7 @@ def _prune_owner(g: OnnxGraph, node: OnnxNode, read: Callable[[str], bool]):
         sub = _body_graph(body, g.fresh)
         removed = _prune(sub) if sub is not None else 0
         if removed:
+            assert sub is not None       # removed is 0 without a body graph
             g.set_attr(node, key, _body(body, nodes=sub.to_protos()))
             count += removed
     return node, count

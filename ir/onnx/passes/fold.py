@@ -73,20 +73,21 @@ _FLOAT_OPS: Dict[str, Callable[..., np.ndarray]] = {
 
 def _by_numpy(node: OnnxNode, arrays: Sequence[Optional[np.ndarray]]) -> Optional[np.ndarray]:
     """The special case's result, or None where the node is not one of it."""
-    if len(node.output) != 1 or any(a is None for a in arrays):
+    present = [a for a in arrays if a is not None]
+    if len(node.output) != 1 or len(present) != len(arrays):
         return None
-    x = arrays[0]
+    x = present[0]
     if x.dtype.kind in "OSU":
         return None     # strings are not folded (nor by the reference evaluator)
-    if node.op_type == "Identity" and len(arrays) == 1:
+    if node.op_type == "Identity" and len(present) == 1:
         return x
-    if node.op_type == "Unsqueeze" and len(arrays) == 2 and arrays[1].dtype == np.int64:
-        return _unsqueeze(x, arrays[1])
+    if node.op_type == "Unsqueeze" and len(present) == 2 and present[1].dtype == np.int64:
+        return _unsqueeze(x, present[1])
     fn = _FLOAT_OPS.get(node.op_type)
-    if fn is None or not _is_float(x.dtype) or any(a.dtype != x.dtype for a in arrays) \
-            or len(arrays) != (1 if node.op_type in ("Sqrt", "Reciprocal", "Neg") else 2):
+    if fn is None or not _is_float(x.dtype) or any(a.dtype != x.dtype for a in present) \
+            or len(present) != (1 if node.op_type in ("Sqrt", "Reciprocal", "Neg") else 2):
         return None
-    result = np.asarray(fn(*arrays))
+    result = np.asarray(fn(*present))
     return result if result.dtype == x.dtype else None
 
 

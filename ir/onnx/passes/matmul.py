@@ -38,7 +38,11 @@ def merge_sibling_matmuls(g: OnnxGraph) -> int:
     for (x, _, _), nodes in groups.items():
         if len(nodes) < 2:
             continue
-        weights = [g.const(n.input[1]) for n in nodes]
+        weights: List[np.ndarray] = []
+        for n in nodes:
+            w = g.const(n.input[1])
+            assert w is not None    # grouped above by their constant weight, unchanged since
+            weights.append(w)
         biases = [_bias_after(g, n, w) for n, w in zip(nodes, weights)]
         with_bias = all(b is not None for b in biases)
         rank = g.rank(nodes[0].output[0])

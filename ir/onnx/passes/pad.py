@@ -133,6 +133,7 @@ def fold_pads_into_convs(g: OnnxGraph) -> int:
         if any(pads is None for pads in own):
             continue
         for conv, pads in zip(readers, own):
+            assert pads is not None     # checked above: every reader has its pads
             g.set_attr(conv, "pads", [a + b for a, b in zip(pads, extra)])
             g.set_attr(conv, "auto_pad", "NOTSET")
             g.set_input(conv, 0, pad.input[0])

@@ -80,6 +80,7 @@ def reduce_means_to_global_pools(g: OnnxGraph) -> int:
             continue
         x, y = node.input[0], node.output[0]
         rank = g.rank(x)
+        assert rank is not None     # _global_pool answers None for an unknown rank
         if node.attr("keepdims", 1):
             g.set_op(node, pool, [x], attrs={})
             count += 1

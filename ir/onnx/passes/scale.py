@@ -135,7 +135,8 @@ class _Sinker:
         """The way from `v` (which carries `scale`) to nodes that absorb it, or None. A way
         that failed fails again for any scale of the same kind (rewrites only add readers),
         so each value is walked once per kind: the pass stays linear on long chains."""
-        g, path, seen = self.g, _Path(), []
+        g, path = self.g, _Path()
+        seen: List[tuple] = []
         while True:
             key = (v, scale.axis, scale.rank, scale.s.size, scale.s.dtype.str,
                    bool(np.all(scale.s > 0)))

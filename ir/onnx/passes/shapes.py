@@ -7,14 +7,14 @@ holding its value."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 
-_REDUCE = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMin": np.min,
-           "ReduceMax": np.max}
+_REDUCE: Dict[str, Callable[..., Any]] = {"ReduceProd": np.prod, "ReduceSum": np.sum,
+                                           "ReduceMin": np.min, "ReduceMax": np.max}
 
 
 def _static_shape(g: OnnxGraph, name: str) -> Optional[tuple]:
