@@ -311,6 +311,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         if argv is not None:
             signals.restore(previous)
+        else:
+            # The process ends now: what the conversion built (millions of objects in cycles,
+            # for a big model) is freed with it, not collected one by one at shutdown
+            import gc
+            gc.freeze()
 
 
 def _main(argv: Optional[List[str]]) -> int:
