@@ -81,14 +81,8 @@ class _Reference:
 
 
 def _names_read(nodes) -> set:
-    from tf2ir.ir.onnx.graph import graph_reads
-    names = set()
-    for node in nodes:
-        names.update(node.input)
-        for attr in node.attribute:
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                names |= graph_reads(sub)
-    return names
+    from tf2ir.ir.onnx.node import read_names
+    return read_names(nodes)
 
 
 def assemble(nodes, initializers: Dict[str, np.ndarray], interface: onnx.ModelProto,

@@ -22,7 +22,7 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_m
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
 from tf2ir.ir.onnx.passes.check import check_after_pass
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
-from tf2ir.ir.onnx.node import OpEmitter
+from tf2ir.ir.onnx.node import OpEmitter, read_names
 from tf2ir.ir.passes import IR_PASSES, PassManager
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.prototype import prototypes_of
@@ -276,17 +276,6 @@ def subgraph_value_info(name: str, desc: TensorDesc) -> onnx.ValueInfoProto:
                               f"{exc}") from None
 
 
-def _input_names(nodes: Sequence[onnx.NodeProto]) -> set:
-    """The names `nodes` read, those of nodes inside their graph attributes included."""
-    names = set()
-    for node in nodes:
-        names.update(node.input)
-        for attr in node.attribute:
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                names.update(_input_names(sub.node))
-    return names
-
-
 ALL_PASSES = IR_PASSES + ONNX_PASSES
 
 
@@ -328,7 +317,7 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     for message, warning in ctx.notes:
         (log.warning if warning else log.info)("note: %s", message)
     # the names nodes read (walked again only when the target's forms rewrote the nodes)
-    used = _input_names(nodes) if opset is not None else ctx.onnx.read_names()
+    used = read_names(nodes) if opset is not None else ctx.onnx.read_names()
     outputs = [v.name for v in graph.outputs]
     used.update(outputs)
     defaults = ctx.input_defaults or {}

@@ -4,7 +4,8 @@ the error a rewrite that would break the graph raises."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Sequence, Set, Tuple, Union)
 
 import onnx
 from onnx import helper
@@ -92,15 +93,27 @@ class OnnxNode:
         return f"<OnnxNode {self.op_type} {self.name!r}>"
 
 
+def walk_protos(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+    """`nodes` and the nodes of the graphs their attributes hold (If branches, Loop and Scan
+    bodies), depth first: the one walk over ONNX subgraphs."""
+    for node in nodes:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from walk_protos(attr.g.node)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from walk_protos(sub.node)
+
+
+def read_names(nodes: Iterable[onnx.NodeProto]) -> Set[str]:
+    """The names `nodes` (and the nodes of their subgraphs) read."""
+    return {name for node in walk_protos(nodes) for name in node.input}
+
+
 def graph_reads(graph: onnx.GraphProto) -> Set[str]:
     """The names the nodes of `graph` (and of its own subgraphs) read."""
-    names: Set[str] = set()
-    for inner in graph.node:
-        names.update(inner.input)
-        for attr in inner.attribute:
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                names |= graph_reads(sub)
-    return names
+    return read_names(graph.node)
 
 
 class OpEmitter:

@@ -10,6 +10,8 @@ from typing import List, Set
 
 import onnx
 
+from tf2ir.ir.onnx.node import walk_protos
+
 OPSET = 18          # the opset whose op versions the lowerings write
 MAX_OPSET = 20      # the newest opset a lowering's form may serve by default (Gelu's, 20)
 
@@ -60,10 +62,4 @@ def standard_op_types(nodes) -> Set[str]:
     return {n.op_type for n in all_nodes(nodes) if n.domain in ("", "ai.onnx")}
 
 
-def all_nodes(nodes):
-    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), recursively."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from all_nodes(attr.g.node)
+all_nodes = walk_protos    # (`nodes` and those of their subgraphs: ir/onnx/node.py's walk)

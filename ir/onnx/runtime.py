@@ -48,6 +48,7 @@ from onnx import helper, numpy_helper
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.onnx.guard import SIGNALLED, Mismatch, checked, first_line, held_signals, stand_ins
+from tf2ir.ir.onnx.node import walk_protos
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft",
                     "ai.onnx.contrib")
@@ -187,13 +188,7 @@ def _all_nodes(graph: onnx.GraphProto):
     return _walk(graph.node)
 
 
-def _walk(nodes):
-    """`nodes` and the nodes of their subgraphs (If branches, Loop bodies), depth first."""
-    for node in nodes:
-        yield node
-        for attr in node.attribute:
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                yield from _walk(sub.node)
+_walk = walk_protos      # (ir/onnx/node.py: the one walk over ONNX subgraphs)
 
 
 def _refuse_dispatch_nodes(proto: onnx.ModelProto) -> None:
