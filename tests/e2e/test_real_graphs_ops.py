@@ -119,7 +119,10 @@ def test_elementwise_math_on_a_spectrum(name, dtype):
         z = COMPLEX_FNS[name](tf, tf.signal.rfft(x))
         turned = z * _const(tf, z, 1.0, 0.5)
         return tf.signal.irfft(z), tf.abs(z), tf.math.angle(turned), tf.math.imag(z)
-    compare(fn, [rand(3, 8, dtype=dtype)], specs=[spec([None, 8], dtype, "x0")])
+    # (a fixed draw: the phase and log of bins near zero are ill-conditioned, and the shared
+    # generator's draw depends on which tests ran before)
+    x = np.random.default_rng(13).uniform(-2, 2, (3, 8)).astype(dtype)
+    compare(fn, [x], specs=[spec([None, 8], dtype, "x0")])
 
 
 def test_complex_operand_of_an_op_without_a_complex_lowering_is_refused():

@@ -578,10 +578,15 @@ def test_a_signal_held_during_a_python_run_raises_after_onnxruntime_returns():
             while not guard.SIGNALLED and time.monotonic() < deadline:   # the kernel), however
                 time.sleep(0.01)               # long a busy machine takes to deliver it
         return x + 1
-    before = signal.getsignal(signal.SIGINT)
-    session = InferenceSession(_custom_model(count=5), kernel_for=lambda node: kernel)
-    with pytest.raises(KeyboardInterrupt):
-        session.run(None, {"x0": np.ones(2, np.float32)})
-    assert len(calls) == 2 and signal.getsignal(signal.SIGINT) is before
-    np.testing.assert_array_equal(session.run(None, {"x0": np.ones(2, np.float32)})[0],
-                                  np.full(2, 6.0))
+    # a plain program's SIGINT handler, whatever an earlier test in this process left
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        session = InferenceSession(_custom_model(count=5), kernel_for=lambda node: kernel)
+        with pytest.raises(KeyboardInterrupt):
+            session.run(None, {"x0": np.ones(2, np.float32)})
+        assert len(calls) == 2, calls
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        np.testing.assert_array_equal(session.run(None, {"x0": np.ones(2, np.float32)})[0],
+                                      np.full(2, 6.0))
+    finally:
+        signal.signal(signal.SIGINT, found)
