@@ -123,8 +123,13 @@ def _lowering_problems(graph, model: str) -> List[Problem]:
     """Every node of `graph` (after the IR passes) whose ONNX lowering fails, one problem per
     op type (count, first node): `convert` stops at the first of them."""
     from tf2ir.ir.onnx.compile import LowerContext
+    from tf2ir.ir.onnx.graph import OnnxGraph
     ctx = LowerContext(graph)
     ctx.model = model
+    # a node after a refused one reads names nothing wrote: an open graph takes them, so only
+    # the nodes whose own lowering fails are listed
+    ctx.onnx = OnnxGraph(ctx.fresh, [v.name for v in graph.inputs], [v.name for v in graph.outputs],
+                         ctx.initializers, open_scope=True)
     found: Dict[str, Problem] = {}
     for node in list(graph.nodes):
         try:
