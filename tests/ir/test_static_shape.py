@@ -7,9 +7,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.conftest import max_abs_error, run_onnx
-from tf2ir.ir.onnx.optimize import optimize_model
-from tf2ir.ir.onnx.writer import write_model
+from tests.ir.onnx.test_pass_common import optimized_op_types
 
 
 def _model() -> onnx.ModelProto:
@@ -30,14 +28,7 @@ def _model() -> onnx.ModelProto:
 
 
 def _optimized(tmp_path, passes):
-    src, out = str(tmp_path / "in.onnx"), str(tmp_path / f"out{len(passes)}.onnx")
-    onnx.save(_model(), src)
-    model, initializers, _ = optimize_model(_model(), passes=passes, check_passes=True)
-    write_model(model, initializers, out)
-    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
-    (want,), (got,) = run_onnx(src, {"x": x}), run_onnx(out, {"x": x})
-    assert got.shape == (2, 12) and max_abs_error(want, got) == 0.0
-    return [n.op_type for n in onnx.load(out).graph.node]
+    return optimized_op_types(tmp_path, _model(), passes, (2, 12))
 
 
 def test_shape_arithmetic_folds(tmp_path):

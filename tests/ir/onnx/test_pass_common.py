@@ -111,6 +111,23 @@ def op_types(g: OnnxGraph) -> List[str]:
     return [n.op_type for n in g.nodes]
 
 
+def optimized_op_types(tmp_path, model: onnx.ModelProto, passes, shape) -> List[str]:
+    """`model` through tf2ir optimize's passes (`passes` words, the graph checked after each),
+    written; its output on a random float input of [2, 3, 4] equals the original's exactly and
+    has `shape`. Returns the written model's op types in order."""
+    from tests.conftest import max_abs_error, run_onnx
+    from tf2ir.ir.onnx.optimize import optimize_model
+    from tf2ir.ir.onnx.writer import write_model
+    src, out = str(tmp_path / "in.onnx"), str(tmp_path / f"out{len(passes)}.onnx")
+    onnx.save(model, src)
+    optimized, initializers, _ = optimize_model(model, passes=passes, check_passes=True)
+    write_model(optimized, initializers, out)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    (want,), (got,) = run_onnx(src, {"x": x}), run_onnx(out, {"x": x})
+    assert got.shape == shape and max_abs_error(want, got) == 0.0
+    return [n.op_type for n in onnx.load(out).graph.node]
+
+
 # -- the pipeline -----------------------------------------------------------------------------
 def enabled_passes(switches=None):
     return {name for name, on in resolve_switches(ALL_PASSES, switches).items() if on}
