@@ -302,14 +302,6 @@ class OnnxGraph(NodeOrder):
         self._unlink(node)
         node.graph = None
 
-    def remove_all(self, nodes: Iterable[OnnxNode]) -> int:
-        """Remove `nodes` (dead ones: what they produce is read by none of the others' users);
-        returns the count. Readers among `nodes` go first, so a dead chain goes whole."""
-        doomed = sorted({n for n in nodes if n.graph is self}, key=order_key, reverse=True)
-        for node in doomed:
-            self.remove(node)
-        return len(doomed)
-
     def move_before(self, node: OnnxNode, anchor: OnnxNode) -> None:
         """Place `node` just before `anchor` (its inputs must exist there, and every user of its
         outputs must come after)."""

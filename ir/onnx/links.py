@@ -64,9 +64,6 @@ class NodeOrder:
         return found
 
 
-    def is_before(self, a: OnnxNode, b: OnnxNode) -> bool:
-        return a._order < b._order
-
     def check(self) -> None:
         """Verify every invariant from scratch: order labels increasing, each input produced
         earlier (or a graph input, initializer or outer name), each name produced once, use
