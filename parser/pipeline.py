@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.export import ExportOptions
 from tf2ir.ir.graph import Graph
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.tensor import Shape, TensorDesc
@@ -71,6 +72,9 @@ class Options:
     # "tf": the nodes no plugin maps become TFSubgraph segments TensorFlow runs (the
     # fallback delegate, parser/fallback.py); None: they are unsupported (exit 3)
     fallback: Optional[str] = None
+    # what the user asks of the written ONNX model: opset, channels-first and renamed
+    # inputs/outputs, half precision, int8 (ir/export.py)
+    export: ExportOptions = field(default_factory=ExportOptions)
 
 
 @dataclass
@@ -113,6 +117,10 @@ class Pipeline:
         self.walks: Optional[List[Walk]] = None
         # Bad --fusion or --passes words fail here, before any work.
         fusion_manager(self.manager, self.options.fusion)
+        self.options.export.check()
+        if self.options.export.opset is not None:
+            from tf2ir.ir.onnx.target import check_opset
+            check_opset(self.options.export.opset)
         if self.options.passes is not None:
             from tf2ir.ir.onnx.compile import pass_manager
             pass_manager(self.options.passes)
@@ -231,7 +239,8 @@ class Pipeline:
         from tf2ir.ir.onnx.compile import compile_to_file
         with few_collections():
             return compile_to_file(graph, path, model_name=model, passes=self.options.passes,
-                                   check_passes=self.options.check_passes, manager=manager)
+                                   check_passes=self.options.check_passes, manager=manager,
+                                   export=self.options.export)
 
     def _fallback(self, tf_graph: TfGraph, kept: List[str], tensors):
         """With `fallback` "tf", the unmapped nodes of `kept` cut into TFSubgraph segments."""

@@ -41,8 +41,8 @@ def _parser_class():
 def build_parser() -> argparse.ArgumentParser:
     import argparse
     from tf2ir.tools.options import (
-        EPILOG, MODEL_HELP, add_common, add_fallback_option, add_fusion_option, add_model_source,
-        add_pass_options, add_shape_options, passes_epilog,
+        EPILOG, MODEL_HELP, add_common, add_export_options, add_fallback_option,
+        add_fusion_option, add_model_source, add_pass_options, add_shape_options, passes_epilog,
     )
     parser = _parser_class()(
         prog="tf2ir", description="Convert TensorFlow models to an IR and compile it to ONNX.",
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_fusion_option(convert)
     add_fallback_option(convert)
     add_pass_options(convert)
+    add_export_options(convert)
     convert.add_argument("--verify", action="store_true",
                          help="run TensorFlow and onnxruntime on random inputs and compare "
                               "(exit 4 on a mismatch; the output file is kept)")
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("ir", help="IR text file written by `tf2ir convert --emit ir`")
     compile_.add_argument("-o", "--output", required=True, help="output .onnx file")
     add_pass_options(compile_)
+    add_export_options(compile_)
     add_common(compile_)
 
     plugins = sub.add_parser("plugins", help="list the registered op mapping plugins",

@@ -68,6 +68,49 @@ def add_pass_options(parser: argparse.ArgumentParser) -> None:
                              "it (for plugin authors; slower)")
 
 
+def add_export_options(parser: argparse.ArgumentParser) -> None:
+    """What the written ONNX model should be, beyond what it computes (ir/export.py)."""
+    group = parser.add_argument_group("the written model")
+    group.add_argument("--opset", type=int, default=None, metavar="N",
+                       help="target ONNX opset, 13 to the newest the installed onnx defines "
+                            "(default: the lowest opset >= 18 that holds every op)")
+    group.add_argument("--inputs-as-nchw", default=None, metavar="NAME,...",
+                       help="these inputs are given channels-first (NCHW) instead of NHWC")
+    group.add_argument("--outputs-as-nchw", default=None, metavar="NAME,...",
+                       help="these outputs are given channels-first (NCHW) instead of NHWC")
+    group.add_argument("--rename-inputs", default=None, metavar="OLD:NEW,...",
+                       help="rename graph inputs")
+    group.add_argument("--rename-outputs", default=None, metavar="OLD:NEW,...",
+                       help="rename graph outputs")
+    group.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
+                       help="fp16: weights and compute in float16, the ops float16 hurts kept "
+                            "in float32 (default fp32)")
+    group.add_argument("--weights", choices=("fp32", "fp16"), default="fp32",
+                       help="fp16: store float weights in float16, compute in float32")
+    group.add_argument("--io-precision", choices=("fp32", "fp16"), default="fp32",
+                       help="with --precision fp16: float graph inputs and outputs in "
+                            "float16 too (default: they stay float32)")
+    group.add_argument("--quantized", choices=("exact", "qdq"), default="exact",
+                       help="qdq: fake-quantization ops become QuantizeLinear/DequantizeLinear "
+                            "pairs that onnxruntime runs as int8 (default exact: TF's float "
+                            "arithmetic, bit for bit)")
+
+
+def export_options(args):
+    """The ExportOptions a command's arguments ask for (absent options: defaults)."""
+    from tf2ir.ir.export import ExportOptions, parse_renames
+    return ExportOptions(
+        opset=getattr(args, "opset", None),
+        inputs_as_nchw=tuple(split_list(getattr(args, "inputs_as_nchw", None)) or ()),
+        outputs_as_nchw=tuple(split_list(getattr(args, "outputs_as_nchw", None)) or ()),
+        rename_inputs=parse_renames(getattr(args, "rename_inputs", None), "--rename-inputs"),
+        rename_outputs=parse_renames(getattr(args, "rename_outputs", None), "--rename-outputs"),
+        precision=getattr(args, "precision", None) or "fp32",
+        weights=getattr(args, "weights", None) or "fp32",
+        io_precision=getattr(args, "io_precision", None) or "fp32",
+        quantized=getattr(args, "quantized", None) or "exact").check()
+
+
 def passes_epilog() -> str:
     from tf2ir.ir.onnx.compile import ALL_PASSES
     from tf2ir.ir.passes.manager import describe_passes
@@ -100,7 +143,8 @@ def conversion_options(args):
                    tags=model_tags(args) if hasattr(args, "tag") else None,
                    check_passes=bool(getattr(args, "check_passes", False)),
                    max_tensor_bytes=getattr(args, "max_tensor_bytes", None),
-                   fallback=getattr(args, "fallback", None))
+                   fallback=getattr(args, "fallback", None),
+                   export=export_options(args))
 
 
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
@@ -151,6 +195,7 @@ def pipeline_from_args(args, manager=None):
     return Pipeline(manager if manager is not None else plugin_manager(args), options)
 
 
-__all__ = ["EPILOG", "ExitStatus", "add_common", "add_model_source", "add_shape_options",
+__all__ = ["EPILOG", "ExitStatus", "add_common", "add_export_options", "add_model_source",
+           "add_shape_options", "export_options",
            "add_fusion_option", "add_pass_options", "conversion_options", "input_files",
            "model_tags", "pipeline_from_args", "plugin_manager", "refuse_outputs", "split_list"]

@@ -297,8 +297,8 @@ def checking_every_compile(results: Optional[List[PassCheck]] = None,
     original = compile_module.build_model
 
     def build_model(graph, model_name=None, passes=None, check_passes=False, manager=None,
-                    opset=None):
-        if manager is None and opset is None:
+                    opset=None, export=None):
+        if manager is None and opset is None and (export is None or export.default):
             log = logging.getLogger("tf2ir")
             quiet, log.disabled = log.disabled, True      # the real compile logs its notes
             try:
@@ -309,7 +309,7 @@ def checking_every_compile(results: Optional[List[PassCheck]] = None,
                 skipped.append(f"{model_name}: {type(exc).__name__}: {str(exc)[:200]}")
             finally:
                 log.disabled = quiet
-        return original(graph, model_name, passes, check_passes, manager, opset)
+        return original(graph, model_name, passes, check_passes, manager, opset, export)
 
     build_model.__wrapped__ = original     # type: ignore[attr-defined]
     compile_module.build_model = build_model

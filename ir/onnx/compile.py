@@ -11,6 +11,8 @@ import onnx
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
+from tf2ir.ir.export import ExportOptions
+from tf2ir.ir.io_options import apply_io_options
 from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
 from tf2ir.ir.onnx.opset import (
@@ -21,6 +23,7 @@ from tf2ir.ir.onnx.target import to_target
 from tf2ir.ir.onnx.writer import ONNX_DTYPES, Initializer, tensor_proto, write_model
 from tf2ir.ir.onnx.passes import ONNX_PASSES, optimize_lowered
 from tf2ir.ir.onnx.passes.check import check_after_pass
+from tf2ir.ir.onnx.precision import apply_precision
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.node import OpEmitter, read_names
 from tf2ir.ir.passes import IR_PASSES, PassManager
@@ -80,6 +83,7 @@ class LowerContext:
         # the newest opset whose ops a lowering may write (Gelu's lowering asks)
         self.max_opset = MAX_OPSET
         self.opset: Optional[int] = None     # the target opset, when compile was given one
+        self.export = ExportOptions()        # the user's options for the written model
 
     @property
     def nodes(self) -> List[OnnxNode]:
@@ -213,7 +217,7 @@ class LowerContext:
         child.onnx = OnnxGraph(child.fresh, initializers=self.initializers, open_scope=True)
         child._const_cache, child._node_counts = self._const_cache, self._node_counts
         child.input_defaults, child.notes = None, self.notes
-        child.max_opset, child.opset = self.max_opset, self.opset
+        child.max_opset, child.opset, child.export = self.max_opset, self.opset, self.export
         return child
 
     def lower_subgraph(self, graph: Graph, inputs: Optional[Sequence[str]] = None) -> List[str]:
@@ -255,10 +259,14 @@ class LowerContext:
 
 
 def lower_graph(graph: Graph, model: Optional[str] = None,
-                max_opset: int = MAX_OPSET, opset: Optional[int] = None) -> LowerContext:
-    """Lower every node of `graph`; a target `opset` picks the lowerings' forms for it."""
+                max_opset: int = MAX_OPSET, opset: Optional[int] = None,
+                export: Optional[ExportOptions] = None) -> LowerContext:
+    """Lower every node of `graph`; a target `opset` picks the lowerings' forms for it;
+    `export` is what lowerings may read of the user's options (`ctx.export.quantized`)."""
     ctx = LowerContext(graph)
     ctx.model, ctx.max_opset, ctx.opset = model, max_opset, opset
+    if export is not None:
+        ctx.export = export
     for node in graph.nodes:
         ctx.lower_node(node)
     ctx.node = None
@@ -289,18 +297,23 @@ def pass_manager(passes: Switches = None, check_passes: bool = False) -> PassMan
 
 def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches = None,
                 check_passes: bool = False, manager: Optional[PassManager] = None,
-                opset: Optional[int] = None):
+                opset: Optional[int] = None, export: Optional[ExportOptions] = None):
     """Return (ModelProto without initializers, list of used initializers). The IR passes
     run on `graph` first (in place: PartitionedCall subgraphs inlined, constants folded),
     then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
-    them: tools/report.py gives one that records what each pass removed)."""
+    them: tools/report.py gives one that records what each pass removed). `export`: what
+    the user asks of the written model (ir/export.py); its opset is `opset`'s default."""
+    export = export if export is not None else ExportOptions()
+    opset = opset if opset is not None else export.opset
     manager = manager if manager is not None else pass_manager(passes, check_passes)
+    apply_io_options(graph, export, model_name)   # the interface asked for, before the passes
     try:
         manager.run(graph, kind="ir")   # folding runs plugins' kernels: name the model too
     except ConversionError as exc:
         raise exc.located(model=model_name)
-    ctx = lower_graph(graph, model=model_name, opset=opset)
+    ctx = lower_graph(graph, model=model_name, opset=opset, export=export)
     optimize_lowered(ctx, graph, manager)
+    apply_precision(ctx, export, model_name)
     nodes = ctx.onnx.to_protos()
     if opset is not None:           # the target's forms (ir/onnx/forms.py), its opset declared
         try:
@@ -310,8 +323,9 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph
     # is smallest, since the first question loads onnx's schema registry (about 7 MB)
     elif changed_by_raising(types := standard_op_types(nodes)):
-        ctx = lower_graph(graph, model=model_name, max_opset=OPSET)
+        ctx = lower_graph(graph, model=model_name, max_opset=OPSET, export=export)
         optimize_lowered(ctx, graph, manager)
+        apply_precision(ctx, export, model_name)
         nodes = ctx.onnx.to_protos()
         types = standard_op_types(nodes)
     for message, warning in ctx.notes:
@@ -376,11 +390,13 @@ def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:
 def compile_to_file(graph: Graph, path: str, model_name: Optional[str] = None,
                     passes: Switches = None, check_passes: bool = False,
                     check: bool = True, manager: Optional[PassManager] = None,
-                    opset: Optional[int] = None) -> onnx.ModelProto:
+                    opset: Optional[int] = None,
+                    export: Optional[ExportOptions] = None) -> onnx.ModelProto:
     """Compile `graph` and write it to `path`: a unique temporary file, checked by
     onnx.checker (unless `check` is False), renamed over `path`; nothing is written when
     anything fails."""
-    model, initializers = build_model(graph, model_name, passes, check_passes, manager, opset)
+    model, initializers = build_model(graph, model_name, passes, check_passes, manager, opset,
+                                      export)
     try:
         write_model(model, initializers, path, check=check,
                     locate=lambda name: ir_locator(graph)(name))   # (only errors ask)
@@ -426,8 +442,9 @@ def ir_locator(graph: Graph) -> Callable[[str], Dict[str, str]]:
 
 
 def compile_to_model(graph: Graph, model_name: Optional[str] = None,
-                     passes: Switches = None, opset: Optional[int] = None) -> onnx.ModelProto:
+                     passes: Switches = None, opset: Optional[int] = None,
+                     export: Optional[ExportOptions] = None) -> onnx.ModelProto:
     """The whole model in memory (initializers copied in): for tests and small graphs."""
-    model, initializers = build_model(graph, model_name, passes, opset=opset)
+    model, initializers = build_model(graph, model_name, passes, opset=opset, export=export)
     model.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)
     return model

@@ -3,13 +3,25 @@ from the canonical form the lowerings write into the target's form, by ir/onnx/f
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from tf2ir.ir.onnx.forms import expand
+from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.onnx.forms import OLDEST_OPSET, expand
+
+
+def check_opset(opset: Optional[int]) -> None:
+    """Refuse a target opset tf2ir cannot write (a usage error, exit status 2)."""
+    if opset is None:
+        return
+    newest = onnx.defs.onnx_opset_version()
+    if not OLDEST_OPSET <= opset <= newest:
+        raise ConversionError(f"opset {opset} is not one tf2ir writes: choose {OLDEST_OPSET} "
+                              f"to {newest} (the newest the installed onnx defines)",
+                              exit_code=ExitStatus.USAGE)
 
 
 def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, np.ndarray],
