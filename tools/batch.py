@@ -13,7 +13,9 @@ from dataclasses import asdict
 from typing import Dict, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
-from tf2ir.tools.options import add_common, add_fusion_option, add_shape_options
+from tf2ir.tools.options import (
+    add_common, add_export_options, add_fusion_option, add_shape_options,
+)
 # The model list and the conversions, importable from here as before the split; run() calls
 # them through this module's names (the fuzz harness's manifest mode and its tests replace them).
 from tf2ir.tools.batch_convert import (  # noqa: F401
@@ -95,6 +97,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "the model (status mismatch, exit 4); needs TensorFlow")
     add_shape_options(parser)     # defaults for every model, as for `tf2ir convert`
     add_fusion_option(parser)
+    add_export_options(parser)
     add_common(parser)
     return parser
 
@@ -195,7 +198,8 @@ def run(args) -> int:
     if not args.timeout >= 0:
         raise ConversionError(f"bad --timeout {args.timeout:g}; expected seconds (0: no limit)",
                               exit_code=EXIT_USAGE)
-    pipeline_from_args(args)     # bad default options are a usage error, before any work
+    # bad default options are a usage error, before any work
+    export = pipeline_from_args(args).options.export
     defaults = {"inputs": list(args.inputs), "outputs": _split_list(args.outputs),
                 "fusion": list(args.fusion)}
     manifest = None                 # the manifest's path, where the models come from one
@@ -235,7 +239,7 @@ def run(args) -> int:
     _refuse_outputs(jobs, args)       # an output that is an input: the more precise error first
     refuse_escapes(jobs, args.out_dir, args.report_html, manifest)
     for job in jobs:
-        job.max_tensor_bytes = args.max_tensor_bytes
+        job.max_tensor_bytes, job.export = args.max_tensor_bytes, export
     if args.report_html:
         os.makedirs(args.report_html, exist_ok=True)
     if args.shard:

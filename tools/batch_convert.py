@@ -4,6 +4,7 @@ and every model in worker processes (tools/workers.py), each failing alone."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.export import ExportOptions
 from tf2ir.tools.batch_jobs import SIDECAR_SUFFIX, Job
 
 EXIT_OK, EXIT_FAILED = ExitStatus.OK, ExitStatus.FAILED
@@ -44,9 +46,13 @@ def hash_file(path: str, chunk: int = 1 << 20) -> str:
 
 def _fingerprint(job: Job, plugin_dirs: Sequence[str]) -> dict:
     import tf2ir
+    options = {"inputs": job.inputs, "outputs": job.outputs, "fusion": job.fusion,
+               "plugin_dirs": [os.path.abspath(d) for d in plugin_dirs]}
+    if job.export is not None and not job.export.default:   # (sidecars before it stay valid)
+        # as the sidecar's JSON gives it back (tuples as lists)
+        options["export"] = json.loads(json.dumps(dataclasses.asdict(job.export)))
     return {"tf2ir_version": tf2ir.__version__, "input_sha256": hash_file(job.model),
-            "options": {"inputs": job.inputs, "outputs": job.outputs, "fusion": job.fusion,
-                        "plugin_dirs": [os.path.abspath(d) for d in plugin_dirs]}}
+            "options": options}
 
 
 def _read_sidecar(path: str) -> Optional[dict]:
@@ -102,7 +108,8 @@ def convert_one(job: Job, plugin_dirs: Tuple[str, ...] = (), force: bool = False
             os.remove(sidecar)   # the output no longer matches what it records
         options = Options(input_shapes=parse_input_shapes(job.inputs),
                           outputs=job.outputs or None, fusion=job.fusion or None,
-                          max_tensor_bytes=job.max_tensor_bytes)
+                          max_tensor_bytes=job.max_tensor_bytes,
+                          export=job.export if job.export is not None else ExportOptions())
         pipeline = Pipeline(_plugin_manager(tuple(plugin_dirs)), options)
         os.makedirs(os.path.dirname(job.output) or ".", exist_ok=True)
         if job.report_html:   # the page is written also when op types are unsupported

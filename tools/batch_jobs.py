@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.export import ExportOptions
 
 EXIT_USAGE = ExitStatus.USAGE
 MODEL_SUFFIXES = (".pb", ".pbtxt")
@@ -24,6 +25,7 @@ class Job:
     outputs: List[str] = field(default_factory=list)
     fusion: List[str] = field(default_factory=list)
     max_tensor_bytes: Optional[int] = None    # --max-tensor-bytes, the same for every model
+    export: Optional[ExportOptions] = None    # --opset, --precision, ...: the same for every model
     report_html: Optional[str] = None         # --report-html: this model's HTML report
     label: str = ""                           # names it in errors: "model #2 ('a.pb')"
 
