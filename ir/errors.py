@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import signal
 from enum import IntEnum
-from typing import Optional, Tuple, Type
+from typing import Dict, Optional, Tuple, Type
 
 
 class ExitStatus(IntEnum):
@@ -37,19 +37,30 @@ class ConversionError(Exception):
     """A user-caused failure: bad file, unknown op, failing plugin, invalid IR, bad option.
 
     It carries the model, node, op type and plugin involved so the CLI can print one
-    line that names the place.
+    line that names the place. Constructed with an `exit_code` that has a subclass of its own
+    (USAGE, UNSUPPORTED, MISMATCH), it is an instance of that subclass (`UsageError`,
+    `UnsupportedOpsError`, `VerificationMismatch`), so `except tf2ir.UsageError` catches every
+    usage error however it was raised; it is a ConversionError all the same.
     """
+
+    status: int = ExitStatus.FAILED   # the exit status of the class (a subclass's own)
+
+    def __new__(cls, message: str = "", *args: object, exit_code: Optional[int] = None,
+                **where: object) -> "ConversionError":
+        if cls is ConversionError and exit_code is not None:
+            cls = _BY_STATUS.get(int(exit_code), ConversionError)
+        return super().__new__(cls, message)
 
     def __init__(self, message: str, *, model: str | None = None, node: str | None = None,
                  op_type: str | None = None, plugin: str | None = None,
-                 exit_code: int = ExitStatus.FAILED):
+                 exit_code: Optional[int] = None):
         super().__init__(message)
         self.message = message
         self.model = model
         self.node = node
         self.op_type = op_type
         self.plugin = plugin
-        self.exit_code = int(exit_code)
+        self.exit_code = int(exit_code if exit_code is not None else type(self).status)
 
     def where(self) -> str:
         parts = []
@@ -74,6 +85,26 @@ class ConversionError(Exception):
             if getattr(self, key) is None and value is not None:
                 setattr(self, key, value)
         return self
+
+
+class UsageError(ConversionError):
+    """A bad option or argument (exit status 2)."""
+    status = ExitStatus.USAGE
+
+
+class UnsupportedOpsError(ConversionError):
+    """The model has op types no plugin maps (exit status 3)."""
+    status = ExitStatus.UNSUPPORTED
+
+
+class VerificationMismatch(ConversionError):
+    """The converted model's outputs differ from TensorFlow's (exit status 4)."""
+    status = ExitStatus.MISMATCH
+
+
+# ConversionError(..., exit_code=S) is an instance of the subclass of status S, if any.
+_BY_STATUS: Dict[int, Type[ConversionError]] = {
+    int(c.status): c for c in (UsageError, UnsupportedOpsError, VerificationMismatch)}
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
