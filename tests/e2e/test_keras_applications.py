@@ -76,7 +76,7 @@ def test_inputs_option_fixes_the_shape(keras_app, tmp_path):
 
 
 def test_shipped_sample_model(tmp_path):
-    """The model README's first command converts: shipped in tests/data, run against TF."""
+    """The model README's set-up command converts: shipped in tests/data, run against TF."""
     import os
     path = os.path.join(os.path.dirname(__file__), "..", "data", "sample_cnn.pb")
     out = str(tmp_path / "sample.onnx")

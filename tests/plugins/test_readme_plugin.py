@@ -1,4 +1,5 @@
-"""The plugin example in README.md, run as written through --plugin-dir and TF2IR_PLUGIN_PATH."""
+"""The first plugin example of docs/plugins.md (once README's), run as written through --plugin-dir and
+TF2IR_PLUGIN_PATH."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ import pytest
 from tests.conftest import max_abs_error, run_cli, run_onnx
 from tf2ir.tools.models import run_frozen_graph
 
-README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins.md")
 
 
 @pytest.fixture
 def plugin_dir(tmp_path):
-    text = open(README).read()
-    section = text[text.index("## Writing a plugin"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    text = open(DOCS).read()
+    code = re.search(r"<!-- file: my_plugins/xlog1py_plugin.py -->\n```python\n(.*?)```", text, re.S).group(1)
     folder = tmp_path / "my_plugins"
     folder.mkdir()
     (folder / "xlog1py_plugin.py").write_text(code)
