@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import tempfile
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
@@ -61,7 +61,7 @@ def import_tensorflow():
     return tf
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
@@ -89,30 +89,54 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
         loaded = tf.saved_model.load(path, tags=list(tags) or None)
     except Exception as exc:
         raise ConversionError(f"cannot load SavedModel with tags {','.join(tags) or '(none)'}: "
-                              f"{_first_line(exc)}", model=path) from None
+                              f"{first_line(exc)}", model=path) from None
     available = sorted(loaded.signatures.keys())
     if signature not in available:
         raise ConversionError(f"no signature '{signature}'; available: "
                               f"{', '.join(available) or 'none'} (choose with --signature)",
                               model=path, exit_code=ExitStatus.USAGE)
     concrete = loaded.signatures[signature]
-    # Signatures take and return flat dicts, flattened in sorted key order.
+    return freeze_function(tf, concrete, path)
+
+
+def freeze_function(tf, concrete, model: str) -> Frozen:
+    """Freeze a ConcreteFunction (a signature, a traced tf.function): its inputs take the
+    TensorSpec names (a signature's keyword arguments their keys, an unnamed spec TF's own
+    argument name), its outputs the keys of a returned dict, else `output_<i>`."""
+    return _freeze(tf, concrete, input_names(tf, concrete),
+                   output_names(tf, concrete.structured_outputs), model)
+
+
+def input_names(tf, concrete) -> List[str]:
+    """One name per tensor argument of `concrete`, in the order of its Placeholders."""
     args, kwargs = concrete.structured_input_signature
-    input_names = [getattr(spec, "name", None) or f"input_{i}" for i, spec in enumerate(args)]
-    input_names += sorted(kwargs)
-    outputs = concrete.structured_outputs
-    if isinstance(outputs, dict):
-        output_names = sorted(outputs)
-    else:
-        output_names = [f"output_{i}" for i in range(len(tf.nest.flatten(outputs)))]
-    return _freeze(tf, concrete, input_names, output_names, path)
+    specs = [(getattr(spec, "name", None), spec) for spec in tf.nest.flatten(args)]
+    for key in sorted(kwargs):   # keyword arguments are flattened in sorted key order
+        leaves = tf.nest.flatten(kwargs[key])
+        specs += [(key if len(leaves) == 1 else getattr(spec, "name", None), spec)
+                  for spec in leaves]
+    specs = [(name, spec) for name, spec in specs if isinstance(spec, tf.TensorSpec)]
+    placeholders = [t.name.split(":")[0] for t in concrete.inputs[:len(specs)]]
+    return [name or placeholder for (name, _), placeholder in zip(specs, placeholders)]
+
+
+def output_names(tf, outputs, names: Optional[Sequence[str]] = None) -> List[str]:
+    """The graph output names for a function's structured `outputs`: `names` (a Keras
+    model's) where they are one distinct name per output, else a dict's sorted keys, else
+    `output_<i>`."""
+    flat = tf.nest.flatten(outputs)
+    for candidate in (list(names or []), sorted(outputs) if isinstance(outputs, dict) else []):
+        if len(candidate) == len(flat) and len(set(candidate)) == len(candidate) \
+                and all(isinstance(n, str) and n for n in candidate):
+            return candidate
+    return [f"output_{i}" for i in range(len(flat))]
 
 
 def freeze_keras_file(path: str) -> Frozen:
     """Load a Keras `.keras` / `.h5` model (not compiled) and freeze its inference call."""
     if not os.path.isfile(path):
         raise ConversionError("file does not exist", model=path)
-    tf = import_tensorflow()
+    import_tensorflow()
     import keras
     try:   # safe_mode: Keras refuses Lambda layers' marshalled Python code, TFSMLayer, file paths
         model = keras.models.load_model(path, compile=False, safe_mode=True)
@@ -124,24 +148,89 @@ def freeze_keras_file(path: str) -> Frozen:
                 "safe_mode refuses; tf2ir loads Keras files with safe_mode on (README: Running "
                 f"models you did not make): {_keras_refusal(exc)}", model=path,
                 exit_code=ExitStatus.UNSUPPORTED) from None
-        raise ConversionError(f"not a loadable Keras model file: {_first_line(exc)}",
+        raise ConversionError(f"not a loadable Keras model file: {first_line(exc)}",
                               model=path) from None
-    try:
-        input_tensors = list(model.inputs)
-    except Exception:   # a subclassed model that was never built has no symbolic inputs
-        raise ConversionError("the Keras model has no defined inputs (subclassed and never "
-                              "built?); save it as a SavedModel instead", model=path) from None
-    input_names = [t.name.split(":")[0] for t in input_tensors]
-    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(input_tensors, input_names)]
+    return freeze_keras_model(model, path, hint="save it as a SavedModel instead",
+                              exit_code=ExitStatus.FAILED)
 
-    def call(*args):
-        return model(list(args) if len(args) > 1 else args[0], training=False)
-    concrete = tf.function(call).get_concrete_function(*specs)
-    flat = tf.nest.flatten(concrete.structured_outputs)
-    names = list(getattr(model, "output_names", None) or [])
-    if len(names) != len(flat):
-        names = [f"output_{i}" for i in range(len(flat))]
-    return _freeze(tf, concrete, input_names, names, path)
+
+def freeze_keras_model(model, label: str, input_signature: Optional[Sequence] = None,
+                       hint: str = "pass input_signature=[tf.TensorSpec(...), ...]",
+                       exit_code: int = ExitStatus.USAGE) -> Frozen:
+    """Freeze a Keras 3 or tf-keras model's inference call (training=False). Its inputs are
+    `input_signature` (one TensorSpec per model input) or what the model knows (a
+    Sequential's or functional model's Input layers, the shapes a subclassed model was
+    first called with); a model that knows none is refused with `hint` and `exit_code`.
+    Inputs take the TensorSpec names, else the Input layers' names; outputs the model's
+    output layer names."""
+    tf = import_tensorflow()
+    known = list(_keras_inputs(model))
+    if input_signature is not None:
+        args = list(input_signature) if len(input_signature) == 1 else [list(input_signature)]
+    else:
+        args = _keras_known_signature(model)
+        if args is None:
+            raise ConversionError(f"the Keras model has no known input shapes (a subclassed "
+                                  f"model never built or called); {hint}", model=label,
+                                  exit_code=exit_code)
+    leaves = tf.nest.flatten(args)
+    given = [getattr(spec, "name", None) for spec in leaves] if input_signature else []
+    layers = [_keras_name(t) for t in known]
+    names = [(given[i] if given and given[i] else None)
+             or (layers[i] if len(layers) == len(leaves) else None)
+             or (f"input_{i}" if len(leaves) > 1 else "input") for i in range(len(leaves))]
+    specs = tf.nest.pack_sequence_as(args, [
+        tf.TensorSpec(spec.shape, spec.dtype, name=name) for spec, name in zip(leaves, names)])
+
+    def call(*inputs):
+        return model(*inputs, training=False)
+    try:
+        concrete = tf.function(call).get_concrete_function(*specs)
+    except Exception as exc:
+        raise ConversionError(f"cannot trace the Keras model: {first_line(exc)}",
+                              model=label) from None
+    outputs = output_names(tf, concrete.structured_outputs, _keras_output_names(model))
+    return _freeze(tf, concrete, names, outputs, label)
+
+
+def _keras_inputs(model) -> list:
+    try:
+        return list(model.inputs or [])
+    except (AttributeError, ValueError):   # a subclassed model has no symbolic inputs
+        return []
+
+
+def _keras_name(tensor) -> str:
+    """The name of the layer that makes `tensor` (an Input layer's name), else its own."""
+    history = getattr(tensor, "_keras_history", None)
+    name = getattr(history[0], "name", None) if history else None
+    return name or tensor.name.split(":")[0]
+
+
+def _keras_output_names(model) -> List[str]:
+    names = getattr(model, "output_names", None)   # Keras 3's functional models and tf-keras
+    if names:
+        return list(names)
+    try:   # a Keras 3 Sequential has outputs but no output_names
+        return [_keras_name(t) for t in model.outputs or []]
+    except (AttributeError, ValueError):
+        return []
+
+
+def _keras_known_signature(model) -> Optional[list]:
+    """The positional arguments (TensorSpec-like structures) a built Keras model is called
+    with, or None where the model does not know them."""
+    if hasattr(model, "save_spec"):   # tf-keras: its Input layers, else its first call
+        inputs = _keras_inputs(model)
+        if inputs:
+            return inputs if len(inputs) == 1 else [inputs]
+        spec = model.save_spec(dynamic_batch=True)
+        return list(spec[0]) if spec and spec[0] and not spec[1] else None
+    from keras.src.export.export_utils import get_input_signature
+    try:   # Keras 3: Input layers (in the model's structure), else a subclassed model's first call
+        return list(get_input_signature(model))
+    except ValueError:   # never built or called
+        return None
 
 
 def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model: str) -> Frozen:
@@ -152,12 +241,12 @@ def _freeze(tf, concrete, input_names: List[str], output_names: List[str], model
     try:
         frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
     except Exception as exc:
-        raise ConversionError(f"cannot freeze the model: {_first_line(exc)}", model=model) from None
+        raise ConversionError(f"cannot freeze the model: {first_line(exc)}", model=model) from None
     graph_def = graph_def_class().FromString(frozen.graph.as_graph_def().SerializeToString())
     try:   # captured lookup tables: their contents back as constants (parser/tables.py)
         restore_tables(concrete, graph_def)
     except Exception as exc:
-        raise ConversionError(f"cannot read the model's lookup tables: {_first_line(exc)}",
+        raise ConversionError(f"cannot read the model's lookup tables: {first_line(exc)}",
                               model=model) from None
     placeholders = [t.name.split(":")[0] for t in frozen.inputs if t.dtype != tf.resource]
     renames = {}
