@@ -1,5 +1,7 @@
 """Ops that scope fusion produces: LayerNorm, RMSNorm, Gelu, Swish, HardSigmoid (ONNX opset
-18; Gelu is ONNX opset 20's, so a model with it is opset 20)."""
+18; Gelu is ONNX opset 20's, so a model with it is opset 20). Forms by target opset
+(`@proto.lower(opsets=...)`): LayerNorm's ONNX LayerNormalization from 17 (its formula
+before), Gelu's ONNX Gelu from 20 (its formula before)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,32 @@ def _lower_layer_norm(ctx, node):
     inputs = [ctx.input(0), scale] + ([ctx.input(2)] if ctx.input(2) else [])
     ctx.op.LayerNormalization(*inputs, out=ctx.output(0), axis=axis,
                               epsilon=node.attrs["epsilon"])
+
+
+@layer_norm.lower(opsets=(13, 16))
+def _lower_layer_norm_16(ctx, node):
+    """Before ONNX LayerNormalization (opset 17): (x - mean) / sqrt(var + epsilon) * gamma
+    + beta over the axes from begin_norm_axis to the last, at x's dtype."""
+    x, desc = ctx.input(0), node.inputs[0].desc
+    axis = node.attrs["begin_norm_axis"]
+    if axis >= 0:
+        if desc.rank is None:
+            raise ConversionError(f"begin_norm_axis {axis} counts from the front and the rank "
+                                  "is unknown: opset 17 or newer (LayerNormalization) holds it")
+        axis -= desc.rank
+    dtype = np.dtype(desc.dtype)
+    axes = ctx.constant(np.arange(axis, 0, dtype=np.int64), "axes")
+    centred = ctx.op.Sub(x, ctx.op.ReduceMean(x, axes, keepdims=1))
+    var = ctx.op.ReduceMean(ctx.op.Mul(centred, centred), axes, keepdims=1)
+    eps = ctx.constant(np.array(node.attrs["epsilon"], dtype), "epsilon")
+    normal = ctx.op.Div(centred, ctx.op.Sqrt(ctx.op.Add(var, eps)))
+    if ctx.input(1) and ctx.input(2):
+        ctx.op.Add(ctx.op.Mul(normal, ctx.input(1)), ctx.input(2), out=ctx.output(0))
+    elif ctx.input(1) or ctx.input(2):
+        op = ctx.op.Mul if ctx.input(1) else ctx.op.Add
+        op(normal, ctx.input(1) or ctx.input(2), out=ctx.output(0))
+    else:
+        ctx.op.Identity(normal, out=ctx.output(0))
 
 
 rms_norm = (OPS.declare("RMSNorm", "Scales by the root mean square over the axes from "

@@ -317,7 +317,7 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     nodes = ctx.onnx.to_protos()
     if opset is not None:           # the target's forms (ir/onnx/forms.py), its opset declared
         try:
-            nodes = to_target(nodes, opset, ctx.initializers, ctx.fresh)
+            nodes = to_target(nodes, opset, ctx.initializers, ctx.fresh, ir_locator(graph))
         except ConversionError as exc:
             raise exc.located(model=model_name)
     # (rare) lowered again with opset 18's ops only; asked after the passes, when the graph

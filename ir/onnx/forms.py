@@ -14,6 +14,7 @@ Two levels, one rule (an opset range says which form serves a target):
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -41,50 +42,8 @@ def choose_lowering(proto: Any, opset: int) -> Optional[Callable]:
     return proto.lower_fn
 
 
-# -- the installed libraries' limits -------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def newest_runnable_opset() -> int:
-    """The newest default-domain opset the installed onnx defines that the installed
-    onnxruntime loads and has a CPU kernel for every op version of (deprecated ops aside)."""
-    for opset in range(defs.onnx_opset_version(), CANONICAL_OPSET, -1):
-        if _runtime_loads(opset) and not _kernel_gaps(opset):
-            return opset
-    return CANONICAL_OPSET
-
-
-def _runtime_loads(opset: int) -> bool:
-    import onnxruntime as ort
-    info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe", [info],
-                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
-    ids = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=ids,
-                              ir_version=helper.find_min_ir_version_for(ids))
-    try:
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    except Exception:            # onnxruntime refuses an opset newer than it knows
-        return False
-    return True
-
-
-def _kernel_gaps(opset: int) -> List[str]:
-    """Ops onnxruntime has CPU kernels for, but not for their version at `opset`."""
-    try:
-        from onnxruntime.capi import _pybind_state as ort_c
-        kernels = ort_c.get_all_opkernel_def()
-    except Exception:            # an onnxruntime without the listing: trust its opset check
-        return []
-    ranges: Dict[str, List[Tuple[int, int]]] = {}
-    for k in kernels:
-        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
-            ranges.setdefault(k.op_name, []).append(tuple(k.version_range))
-    gaps = []
-    for op_type, spans in ranges.items():
-        schema = _schema(op_type, opset)
-        if schema is not None and not schema.deprecated and not any(
-                lo <= schema.since_version <= hi for lo, hi in spans):
-            gaps.append(f"{op_type}-{schema.since_version}")
-    return gaps
+# -- the installed libraries' limits: ir/onnx/kernels.py (re-exported here) -------------------------
+from tf2ir.ir.onnx.kernels import _kernel_gaps, _runtime_loads, newest_runnable_opset  # noqa: E402,F401
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,10 +72,31 @@ def _canonical_defaults(op_type: str) -> Dict[str, Any]:
 
 # -- level 1: one node's form at a target opset -----------------------------------------------------------
 def unsupported(op_type: str, target: int, why: str = "") -> ConversionError:
-    """The one-line error of an ONNX op (or form) that opset `target` cannot hold."""
+    """The one-line error of an ONNX op (or form) that opset `target` cannot hold (`expand`
+    adds the opsets that hold it: `needs`)."""
     because = f": {why}" if why else ""
     return ConversionError(f"ONNX {op_type} has no form at opset {target}{because}",
-                           op_type=op_type, exit_code=ExitStatus.UNSUPPORTED)
+                           op_type=op_type, exit_code=ExitStatus.FAILED)
+
+
+def needs(op_type: str, target: int, why: str, holding: List[int]) -> ConversionError:
+    """The error of `op_type` at `target` given the opsets that hold it: "ONNX Gelu needs
+    opset 20 or newer; asked for opset 17" when every opset from one on holds it, else the
+    opsets that do (or none)."""
+    newest = defs.onnx_opset_version()
+    because = "" if not why or why == NOT_AN_OP else f" ({why})"
+    if holding and holding == list(range(holding[0], newest + 1)) and holding[0] > target:
+        text = f"ONNX {op_type} needs opset {holding[0]} or newer; asked for opset {target}"
+    else:
+        runs = ([o for _, o in run] for _, run in   # runs of consecutive opsets
+                itertools.groupby(enumerate(holding), lambda pair: pair[1] - pair[0]))
+        spans = ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+        text = (f"ONNX {op_type} has no form at opset {target}; "
+                + (f"opsets {spans} hold it" if spans else "no opset tf2ir writes holds it"))
+    return ConversionError(text + because, op_type=op_type, exit_code=ExitStatus.FAILED)
+
+
+NOT_AN_OP = "it is not an op of that opset"
 
 
 class _OneNode(Exception):
@@ -177,13 +157,38 @@ def expand(op_type: str, domain: str, inputs: List[str], outputs: List[str],
     """The nodes (op type, domain, inputs, outputs, attrs) that compute canonical node
     `op_type(inputs) -> outputs` at opset `target`: the node rewritten, after any nodes of a
     decomposition (whose outputs `fresh_name(hint)` names). A ConversionError when the target
-    has no form of it. Nodes of other domains than ONNX's default are left as they are."""
+    has no form of it, naming the opsets that have one (exit status FAILED: the model
+    converts at those). Nodes of other domains than ONNX's default are left as they are."""
     if domain not in ("", "ai.onnx"):
         return [(op_type, domain, list(inputs), list(outputs), dict(attrs))]
-    if not OLDEST_OPSET <= target <= newest_runnable_opset():
+    newest = defs.onnx_opset_version()
+    if not OLDEST_OPSET <= target <= newest:
         raise ConversionError(f"opset {target} is not a target: tf2ir writes opsets "
-                              f"{OLDEST_OPSET} to {newest_runnable_opset()}",
-                              exit_code=ExitStatus.USAGE)
+                              f"{OLDEST_OPSET} to {newest}", exit_code=ExitStatus.USAGE)
+    try:
+        return _expand(op_type, inputs, outputs, attrs, target, const, fresh_const, fresh_name)
+    except ConversionError as exc:
+        why = exc.message.partition(f"opset {target}: ")[2]
+        holding = [o for o in range(OLDEST_OPSET, newest + 1)
+                   if _holds(op_type, inputs, outputs, attrs, o, const)]
+        raise needs(op_type, target, why, holding) from None
+
+
+def _holds(op_type: str, inputs: List[str], outputs: List[str], attrs: Dict[str, Any],
+           target: int, const: Callable[[str], Optional[np.ndarray]]) -> bool:
+    """Whether opset `target` has a form of the node (nothing is kept of the trial)."""
+    try:
+        _expand(op_type, inputs, outputs, dict(attrs), target, const, lambda a: "probe",
+                lambda hint: hint)
+    except ConversionError:
+        return False
+    return True
+
+
+def _expand(op_type: str, inputs: List[str], outputs: List[str], attrs: Dict[str, Any],
+            target: int, const: Callable[[str], Optional[np.ndarray]],
+            fresh_const: Callable[[np.ndarray], str],
+            fresh_name: Optional[Callable[[str], str]]) -> List[NodeForm]:
     node = Rewrite(op_type, list(inputs), list(outputs), dict(attrs), target, const,
                    fresh_const, fresh_name)
     for (lo, hi), convert in FORMS.get(op_type, ()):
@@ -217,7 +222,7 @@ def _fit(op_type: str, inputs: List[str], attrs: Dict[str, Any], target: int) ->
     target lacks when it is absent ('')."""
     schema = _schema(op_type, target)
     if schema is None or schema.deprecated:
-        raise unsupported(op_type, target, "it is not an op of that opset")
+        raise unsupported(op_type, target, NOT_AN_OP)
     defaults = _canonical_defaults(op_type)
     for name in [a for a in attrs if a not in schema.attributes]:
         if name not in defaults or not _same(attrs[name], defaults[name]):
@@ -320,7 +325,7 @@ def _scatter_reduction(node: Rewrite) -> None:
         reduction = reduction.decode()
     if reduction == "none":
         node.attrs.pop("reduction", None)
-    elif reduction in ("min", "max") or node.target < 16:
+    elif reduction in ("min", "max"):       # ('add'/'mul' before 16: _fit's attribute check)
         raise node.fail(f"reduction {reduction!r} is newer")
 
 
@@ -351,7 +356,7 @@ def _cast_like(node: Rewrite) -> None:
     """CastLike (15) → Cast, when the target type's tensor is a constant."""
     like = node.const_input(1)
     if like is None:
-        raise node.fail("it is not an op of that opset")
+        raise node.fail(NOT_AN_OP)
     node.op_type, node.inputs = "Cast", node.inputs[:1]
     node.attrs = {"to": helper.np_dtype_to_tensor_dtype(like.dtype)}
 
@@ -371,13 +376,11 @@ def _mish(node: Rewrite) -> None:
 
 
 def _typed(node: Rewrite, value: float, like: str, known: Optional[np.ndarray]) -> str:
-    """A constant `value` of the type of tensor `like`: CastLike from 15, else the type of a
-    constant input (`known`) of that type; a ConversionError when neither is there."""
+    """A constant `value` of the type of tensor `like`: that of a constant input (`known`)
+    of that type, else a CastLike (15: _fit refuses it before)."""
     if known is not None:
         return node.fresh_const(np.array(value, known.dtype))
-    if node.target >= 15:
-        return node.emit("CastLike", node.fresh_const(np.array(value, np.float32)), like)
-    raise node.fail("it is not an op of that opset, and its formula needs its dtype")
+    return node.emit("CastLike", node.fresh_const(np.array(value, np.float32)), like)
 
 
 @form("Gelu", opsets=(OLDEST_OPSET, 19))

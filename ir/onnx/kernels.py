@@ -15,7 +15,8 @@ allow it. An op absent from the table is taken to run every dtype its schema all
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple
+import functools
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 ORT_VERSION = "1.32.0"
 OPSET = 18
@@ -139,3 +140,60 @@ def via(op: str, table: Mapping[str, str]) -> Dict[str, str]:
 def bfloat16_ops() -> FrozenSet[str]:
     """The ops with a bfloat16 CPU kernel (the bfloat16 pass leaves them alone)."""
     return frozenset(op for op, types in KERNELS.items() if "bfloat16" in types)
+
+
+# -- the target opsets onnxruntime runs -------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def newest_runnable_opset() -> int:
+    """The newest default-domain opset the installed onnx defines that the installed
+    onnxruntime loads and has a CPU kernel for every op version of (deprecated ops aside)."""
+    from onnx import defs
+    for opset in range(defs.onnx_opset_version(), OPSET, -1):
+        if _runtime_loads(opset) and not _kernel_gaps(opset):
+            return opset
+    return OPSET
+
+
+def _runtime_loads(opset: int) -> bool:
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+    info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe", [info],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+    ids = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=ids,
+                              ir_version=helper.find_min_ir_version_for(ids))
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:            # onnxruntime refuses an opset newer than it knows
+        return False
+    return True
+
+
+def _kernel_gaps(opset: int) -> List[str]:
+    """Ops onnxruntime has CPU kernels for, but not for their version at `opset`."""
+    try:
+        from onnxruntime.capi import _pybind_state as ort_c
+        kernels = ort_c.get_all_opkernel_def()
+    except Exception:            # an onnxruntime without the listing: trust its opset check
+        return []
+    ranges: Dict[str, List[Tuple[int, int]]] = {}
+    for k in kernels:
+        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
+            ranges.setdefault(k.op_name, []).append(tuple(k.version_range))
+    gaps = []
+    for op_type, spans in ranges.items():
+        schema = _schema_at(op_type, opset)
+        if schema is not None and not schema.deprecated and not any(
+                lo <= schema.since_version <= hi for lo, hi in spans):
+            gaps.append(f"{op_type}-{schema.since_version}")
+    return gaps
+
+
+def _schema_at(op_type: str, opset: int) -> Any:
+    from onnx import defs
+    try:
+        return defs.get_schema(op_type, max_inclusive_version=opset, domain="")
+    except defs.SchemaError:
+        return None

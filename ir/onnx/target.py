@@ -24,10 +24,16 @@ def check_opset(opset: Optional[int]) -> None:
                               exit_code=ExitStatus.USAGE)
 
 
+Locate = Callable[[str], Dict[str, str]]
+
+
 def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, np.ndarray],
-              fresh: Callable[[str], str]) -> List[onnx.NodeProto]:
+              fresh: Callable[[str], str], locate: Optional[Locate] = None
+              ) -> List[onnx.NodeProto]:
     """`nodes` in the form of opset `target` (new constants go into `initializers`); raises
-    the forms' one-line ConversionError for a node the target cannot express."""
+    the forms' one-line ConversionError for a node the target cannot express, naming the
+    node and op type that `locate` (compile.py's ir_locator) gives for the ONNX node's name
+    (the IR node it was lowered from), else the ONNX node and op."""
     def fresh_const(array: np.ndarray) -> str:
         name = fresh("opset_const")
         initializers[name] = np.asarray(array)
@@ -38,13 +44,19 @@ def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, 
         attrs = {}
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
-                attr.g.CopyFrom(_graph_at(attr.g, target, initializers, fresh))
+                attr.g.CopyFrom(_graph_at(attr.g, target, initializers, fresh, locate))
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub in attr.graphs:
-                    sub.CopyFrom(_graph_at(sub, target, initializers, fresh))
+                    sub.CopyFrom(_graph_at(sub, target, initializers, fresh, locate))
             attrs[attr.name] = helper.get_attribute_value(attr)
-        forms = expand(node.op_type, node.domain, list(node.input), list(node.output), attrs,
-                       target, initializers.get, fresh_const, fresh)
+        try:
+            forms = expand(node.op_type, node.domain, list(node.input), list(node.output),
+                           attrs, target, initializers.get, fresh_const, fresh)
+        except ConversionError as exc:
+            where = (locate(node.name) if locate is not None and node.name else {}) or {
+                "node": node.name or None, "op_type": node.op_type}
+            exc.node, exc.op_type = where.get("node"), where.get("op_type")
+            raise exc.located(plugin=where.get("plugin")) from None
         if len(forms) == 1 and forms[0][0] == node.op_type and forms[0][2] == list(node.input) \
                 and forms[0][4] == attrs:
             out.append(node)
@@ -58,8 +70,8 @@ def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, 
 
 
 def _graph_at(graph: onnx.GraphProto, target: int, initializers: Dict[str, np.ndarray],
-              fresh: Callable[[str], str]) -> onnx.GraphProto:
-    nodes = to_target(list(graph.node), target, initializers, fresh)
+              fresh: Callable[[str], str], locate: Optional[Locate]) -> onnx.GraphProto:
+    nodes = to_target(list(graph.node), target, initializers, fresh, locate)
     copy = onnx.GraphProto()
     copy.CopyFrom(graph)
     del copy.node[:]
