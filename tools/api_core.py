@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union,
 )
@@ -21,11 +20,11 @@ from typing import (
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
 if TYPE_CHECKING:
-    import onnx
     from tf2ir.ir.graph import Graph
     from tf2ir.parser.convert import ConversionReport
     from tf2ir.parser.pipeline import Options, Pipeline
     from tf2ir.plugins.manager import PluginManager
+    from tf2ir.tools.api_result import ConversionResult
 
 PathLike = Union[str, "os.PathLike[str]"]
 # --inputs: {"x": (1, 224, 224, 3)} or the command line's ["x:1,224,224,3"] (None, -1 or "?"

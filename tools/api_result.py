@@ -147,15 +147,15 @@ class ConversionResult:
         check_output_path(path, inputs)
         if not os.path.exists(path + ".data") or os.path.isfile(path + ".data"):
             check_output_path(path + ".data", inputs, what="output data file")
-        skeleton = self.skeleton
-        model = type(skeleton)()      # the writer adds initializers to what it is given
-        model.CopyFrom(skeleton)
-        graph = self.ir
+        model, graph = self.skeleton, self.ir
+        kept = len(model.graph.initializer)
         try:
             write_model(model, self._initializers, path, check=check,
                         locate=lambda name: ir_locator(graph)(name))   # (only errors ask)
         except ConversionError as exc:
             raise exc.located(model=self.label)
+        finally:   # the writer adds initializers to the model it is given: not to ours
+            del model.graph.initializer[kept:]
         return path
 
     # -- running ------------------------------------------------------------------------

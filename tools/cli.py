@@ -155,22 +155,30 @@ def cmd_convert(args) -> int:
 def _convert(args, emit, pipeline, progress) -> int:
     from tf2ir.ir.errors import ExitStatus
     from tf2ir.ir.text import save
+    from tf2ir.tools.api_core import Source, convert_pipeline
     log = _log()
 
     phases = {}
-    progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
     from tf2ir.tools.report import start_for_convert
     builder = start_for_convert(args, pipeline)   # --report: None without it
-    graph, report = builder.convert() if builder else pipeline.convert_file(args.model)
+    # the conversion tf2ir.convert runs (tools/api_core.py), compiled in memory for ONNX
+    result = convert_pipeline(pipeline, Source(args.model, path=args.model),
+                              compile=emit == "onnx", builder=builder, progress=progress)
+    graph, report = result.ir, result.report.details
     if builder and builder.error:   # unsupported op types: the report shows them
         builder.write_and_raise(args.report)
-    progress.phase(f"{'saving' if emit == 'ir' else 'compiling'} {report.ir_nodes} IR nodes")
-    with _timed(phases, "save" if emit == "ir" else "compile"):
-        if emit == "ir":
-            save(graph, args.output)
-        else:
-            model = pipeline.compile(graph, args.output, model=args.model,
-                                     manager=builder and builder.pass_manager())
+    if emit == "ir":
+        progress.phase(f"saving {report.ir_nodes} IR nodes")
+    import time
+    start = time.perf_counter()
+    if emit == "ir":
+        save(graph, args.output)
+    else:
+        result.save(args.output)
+        model = result.skeleton
+    name = "save" if emit == "ir" else "compile"   # compile: in memory, then written
+    phases[name] = time.perf_counter() - start + report.phases.pop("compile", 0.0)
+    log.info("%-8s %.3f s", name, phases[name])
     progress.close()
     if builder and emit == "onnx":
         builder.after_compile(model, phases["compile"])

@@ -89,6 +89,8 @@ def options_from_args(args) -> VerifyOptions:
 
 
 def run(args) -> int:
+    from tf2ir.tools.api_core import Source
+    from tf2ir.tools.api_verify import verify_source
     from tf2ir.tools.options import refuse_outputs
     from tf2ir.tools.progress import PhaseLine, wanted
 
@@ -96,17 +98,11 @@ def run(args) -> int:
         refuse_outputs([args.onnx], args)   # never overwrite an input, a device, a directory
     pipeline = pipeline_from_args(args)
     with PhaseLine(wanted(args.quiet or args.verbose)) as progress:
-        progress.phase(f"converting {os.path.basename(args.model.rstrip(os.sep))}")
-        graph, report = pipeline.convert_file(args.model)
-        if not args.quiet:
-            for override in pipeline.manager.overrides_for(report.op_types):
-                print(f"tf2ir: note: {override}", file=sys.stderr)
-        with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
-            onnx_path = args.onnx or os.path.join(tmp, "model.onnx")
-            progress.phase(f"compiling {report.ir_nodes} IR nodes")
-            pipeline.compile(graph, onnx_path, model=args.model)
-            return verify_conversion(args.model, onnx_path, report, options_from_args(args),
-                                     graph=graph, source=_source(args), progress=progress)
+        result = verify_source(pipeline, Source(args.model, path=args.model),
+                               options_from_args(args), onnx_path=args.onnx,
+                               progress=progress, quiet=args.quiet)
+    print(result.text())
+    return result.exit_status
 
 
 def _source(args) -> dict:
@@ -149,39 +145,11 @@ def verify_conversion(model_path: str, onnx_path: str, report=None,
     `prototypes` (default: the IR `graph`'s, else the default plugin manager's). Return 0 on
     a match, 4 on a mismatch."""
     import onnx
-
-    from tf2ir.tools.progress import PhaseLine
-    if prototypes is None and graph is not None:
-        prototypes = prototypes_of(graph)
-    options = options or VerifyOptions()
-    out = out or sys.stdout
-    progress = progress or PhaseLine(False)
-    model = onnx.load(onnx_path)
-    feeds = make_inputs(model, options)
-    names = [o.name for o in model.graph.output]
-    progress.phase("running TensorFlow")
-    tf_graph = _tf_graph(model_path, **(source or {}))
-    expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
-    progress.phase("running onnxruntime")
-    actual = _run_onnx(model, feeds, names, prototypes)
-    progress.close()
-    rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
-    _print_table(rows, out)
-    bad = [r for r in rows if not r.ok]
-    inputs = ", ".join(f"{k} {list(v.shape)} {v.dtype}" for k, v in feeds.items())
-    if not bad:
-        print(f"verification passed: {len(rows)} output{'s' if len(rows) != 1 else ''} within "
-              f"rtol={options.rtol:g} atol={options.atol:g} (inputs: {inputs}; seed {options.seed})",
-              file=out)
-        return EXIT_OK
-    print(f"verification FAILED: {len(bad)} of {len(rows)} outputs differ beyond "
-          f"rtol={options.rtol:g} atol={options.atol:g} (inputs: {inputs}; seed {options.seed})",
-          file=out)
-    if report is not None:
-        line = first_divergence(model, tf_graph, feeds, report, options, graph, progress)
-        progress.close()
-        print(line, file=out)
-    return EXIT_MISMATCH
+    from tf2ir.tools.api_verify import verify_model
+    result = verify_model(model_path, onnx.load(onnx_path), report, options, graph, source,
+                          progress, prototypes)
+    print(result.text(), file=out or sys.stdout)
+    return result.exit_status
 
 
 def compare(name: str, actual, expected, rtol: float, atol: float) -> Comparison:
@@ -206,24 +174,29 @@ def compare(name: str, actual, expected, rtol: float, atol: float) -> Comparison
     return Comparison(name, tuple(a.shape), float(diff.max()), float(rel.max()), ok)
 
 
-def _print_table(rows: List[Comparison], out: TextIO) -> None:
+def _table(rows: List[Comparison]) -> List[str]:
     width = max([len(r.name) for r in rows] + [6])
     shape_width = max([len(str(list(r.shape))) for r in rows] + [5])
-    print(f"{'OUTPUT':<{width}}  {'SHAPE':<{shape_width}}  {'MAX ABS ERR':>11}  "
-          f"{'MAX REL ERR':>11}  OK", file=out)
+    lines = [f"{'OUTPUT':<{width}}  {'SHAPE':<{shape_width}}  {'MAX ABS ERR':>11}  "
+             f"{'MAX REL ERR':>11}  OK"]
     for r in rows:
         note = f"  {r.note}" if r.note else ""
-        print(f"{r.name:<{width}}  {str(list(r.shape)):<{shape_width}}  {r.max_abs:>11.3e}  "
-              f"{r.max_rel:>11.3e}  {'yes' if r.ok else 'NO'}{note}", file=out)
+        lines.append(f"{r.name:<{width}}  {str(list(r.shape)):<{shape_width}}  "
+                     f"{r.max_abs:>11.3e}  {r.max_rel:>11.3e}  {'yes' if r.ok else 'NO'}{note}")
+    return lines
 
 
 # -- inputs ------------------------------------------------------------------------------
-def make_inputs(model, options: VerifyOptions) -> Dict[str, np.ndarray]:
+def make_inputs(model, options: VerifyOptions, tf_graph=None) -> Dict[str, np.ndarray]:
     """One array per ONNX graph input: the user's (.npz / NAME=.npy) or random, seeded,
-    of the input's dtype and shape with unknown dimensions set to `options.batch` or 1."""
+    of the input's dtype and shape with unknown dimensions set to `options.batch` or 1;
+    random integers within what the TF graph `tf_graph` (a tf.Graph or GraphDef) can take
+    (tools/verify_inputs.py: below the rows of the tables an input indexes, 0/1 for a mask)."""
     from onnx import helper
     from tf2ir.tools.runtime import load_inputs_data
+    from tf2ir.tools.verify_inputs import bounds_for, draw
     given = load_inputs_data(options.inputs_data)
+    bounds = bounds_for(model, tf_graph, list(given), options.batch)
     rng = np.random.default_rng(options.seed)
     feeds = {}
     for inp in model.graph.input:
@@ -234,23 +207,12 @@ def make_inputs(model, options: VerifyOptions) -> Dict[str, np.ndarray]:
         dims = inp.type.tensor_type.shape.dim
         shape = tuple(d.dim_value if d.HasField("dim_value") else (options.batch or 1)
                       for d in dims)
-        feeds[inp.name] = _random(rng, dtype, shape)
+        feeds[inp.name] = draw(rng, dtype, shape, bounds.get(inp.name))
     if given:
         raise ConversionError(f"--inputs-data names {', '.join(sorted(given))}, which "
                               f"{'is not an input' if len(given) == 1 else 'are not inputs'} of "
                               f"the model (inputs: {', '.join(feeds)})", exit_code=ExitStatus.USAGE)
     return feeds
-
-
-def _random(rng, dtype: np.dtype, shape) -> np.ndarray:
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind in "iu":
-        return rng.integers(0, 4, shape).astype(dtype)   # small: safe as indices too
-    raise ConversionError(f"cannot make random inputs of dtype {dtype}; give --inputs-data",
-                          exit_code=ExitStatus.USAGE)
 
 
 # -- running both sides ------------------------------------------------------------------
@@ -263,12 +225,18 @@ def _tf_tensor_name(onnx_name: str) -> str:
 def _tf_graph(model_path: str, signature: Optional[str] = None, tags=None):
     """The model as TF graph: a frozen .pb as is; a SavedModel or Keras file frozen again
     (deterministically, so the node names are the ones the conversion saw)."""
-    from tf2ir.parser.frozen import import_tensorflow
     from tf2ir.parser.load import load_model
-    tf = import_tensorflow()
-    from tf2ir.parser.loader_trust import check_read
     frozen, _ = load_model(model_path, signature, tags)
-    check_read(frozen, model_path, "verify would run the model in TensorFlow, so it is refused")
+    return tf_graph_of(frozen, model_path)
+
+
+def tf_graph_of(frozen, model: str):
+    """A tf.Graph of GraphDef `frozen` (tf2ir's message class or TF's), refused when it holds
+    an op TF's loader may not run."""
+    from tf2ir.parser.frozen import import_tensorflow
+    from tf2ir.parser.loader_trust import check_read
+    tf = import_tensorflow()
+    check_read(frozen, model, "verify would run the model in TensorFlow, so it is refused")
     graph_def = tf.compat.v1.GraphDef.FromString(frozen.SerializeToString())
     graph = tf.Graph()
     with graph.as_default():
@@ -277,8 +245,10 @@ def _tf_graph(model_path: str, signature: Optional[str] = None, tags=None):
 
 
 def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.ndarray]:
+    """TF's run; its refusal of the input values is one line (tools/verify_inputs.py)."""
     import tensorflow as tf
-    with tf.compat.v1.Session(graph=graph) as session:
+    from tf2ir.tools.verify_inputs import refusal
+    with tf.compat.v1.Session(graph=graph) as session, refusal("TensorFlow", feeds, graph):
         return session.run(fetches, {f"{k}:0": v for k, v in feeds.items()})
 
 
@@ -286,15 +256,18 @@ def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str],
               prototypes=None) -> List[np.ndarray]:
     """Run `model` in onnxruntime; plugin ops run by the kernels of the conversion's plugins
     (prototype table `prototypes`, its pipeline's; None: the default plugin manager's),
-    fallback segments by TensorFlow."""
+    fallback segments by TensorFlow. A refusal of the input values is one line."""
     from tf2ir.tools.runtime import InferenceSession
+    from tf2ir.tools.verify_inputs import refusal
     with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
         source = model
         if model.ByteSize() >= 1_800_000_000:   # over protobuf's 2 GB: external data
             import onnx
             source = os.path.join(tmp, "model.onnx")
             onnx.save_model(model, source, save_as_external_data=True)
-        return InferenceSession(source, prototypes=prototypes).run(names, feeds)
+        session = InferenceSession(source, prototypes=prototypes)
+        with refusal("onnxruntime", feeds, model):
+            return session.run(names, feeds)
 
 
 # -- the first diverging node ------------------------------------------------------------
