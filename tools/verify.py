@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
 
 import numpy as np
 
@@ -29,7 +29,8 @@ DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
 @dataclass
 class VerifyOptions:
     """How to make the inputs and how close the outputs must be."""
-    inputs_data: Sequence[str] = ()    # FILE.npz or NAME=FILE.npy items
+    # FILE.npz or NAME=FILE.npy items, or (tf2ir.verify) {input name: array}
+    inputs_data: Union[Sequence[str], Mapping[str, np.ndarray]] = ()
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
     seed: int = 0
@@ -195,7 +196,8 @@ def make_inputs(model, options: VerifyOptions, tf_graph=None) -> Dict[str, np.nd
     from onnx import helper
     from tf2ir.tools.runtime import load_inputs_data
     from tf2ir.tools.verify_inputs import bounds_for, draw
-    given = load_inputs_data(options.inputs_data)
+    given = dict(options.inputs_data) if isinstance(options.inputs_data, Mapping) \
+        else load_inputs_data(options.inputs_data)   # tf2ir.verify: {name: array}
     bounds = bounds_for(model, tf_graph, list(given), options.batch)
     rng = np.random.default_rng(options.seed)
     feeds = {}
