@@ -85,7 +85,8 @@ def describe(source, kind: Optional[str] = None) -> str:
     kind = kind or kind_of(source)
     cls = type(source)
     if kind == "keras":
-        package = "tf_keras" if cls.__module__.startswith("tf_keras") else "keras"
+        legacy = sys.modules.get("tf_keras")
+        package = "tf_keras" if legacy and isinstance(source, legacy.Model) else "keras"
         return f"<{package}.{cls.__name__} '{source.name}'>"
     if kind == "function":
         return f"<tf.function '{getattr(source, 'name', '?')}'>"
