@@ -21,8 +21,9 @@ from tf2ir.tools.api_core import (
 from tf2ir.tools.api_result import ConversionResult, Report
 
 if TYPE_CHECKING:
+    import numpy as np
+    from tf2ir.tools.api_verify import Verification
     from tf2ir.tools.check_report import SupportReport
-    from tf2ir.tools.verify import Verification
 
 Names = Union[str, Sequence[str], None]
 Renames = Union[str, Mapping[str, str], None]
@@ -66,4 +67,64 @@ def convert(source: Any, *, inputs: InputShapes = None, outputs: Names = None,
     return result
 
 
-__all__ = ["ConversionResult", "Report", "Source", "convert"]
+def check(source: Any, *, inputs: InputShapes = None, outputs: Names = None, fusion: Any = None,
+          passes: Any = None, fallback: Optional[str] = None, signature: Optional[str] = None,
+          tags: Names = None, input_signature: Any = None, plugins: Plugins = None,
+          opset: Optional[int] = None, check_passes: bool = False,
+          max_tensor_bytes: Optional[int] = None) -> "SupportReport":
+    """A dry run of `convert` (nothing written): `tf2ir check`'s report, the structure
+    `tf2ir check --json` prints (`dataclasses.asdict(report)`): every TF op type with its
+    count and the plugin that maps it (`op_types`), the `unsupported` ones, the `fusions`,
+    the fallback `segments`, every error `convert` would meet (`errors`) and its
+    `exit_status` (0 when it converts). A model that
+    cannot be read, or bad options, raise as `convert` does."""
+    from tf2ir.tools.check import check_source
+    pipeline = make_pipeline(plugins, inputs=inputs, outputs=outputs, fusion=fusion,
+                             passes=passes, fallback=fallback, signature=signature, tags=tags,
+                             opset=opset, check_passes=check_passes,
+                             max_tensor_bytes=max_tensor_bytes)
+    loaded = resolve_source(source, input_signature=input_signature, signature=signature)
+    return check_source(pipeline, loaded)
+
+
+def verify(source: Any, *, inputs: InputShapes = None, outputs: Names = None,
+           fusion: Any = None, passes: Any = None, fallback: Optional[str] = None,
+           signature: Optional[str] = None, tags: Names = None, input_signature: Any = None,
+           plugins: Plugins = None, opset: Optional[int] = None,
+           inputs_data: Union[Mapping[str, "np.ndarray"], str, Sequence[str], None] = None,
+           rtol: Optional[float] = None, atol: Optional[float] = None, seed: int = 0,
+           batch: Optional[int] = None, onnx: Union[str, "os.PathLike[str]", None] = None,
+           raise_on_mismatch: bool = False, quiet: bool = False) -> "Verification":
+    """`tf2ir verify`: convert `source` as `convert` does, run TensorFlow and onnxruntime on
+    the same inputs and compare every output. `inputs_data`: {input name: array}, an .npz
+    path or the command line's NAME=FILE.npy items (inputs not given are random, from
+    `seed`, unknown dimensions `batch` or 1); `rtol`/`atol`: tolerances (default 1e-3, 1e-4);
+    `onnx`: also write the converted model there. Returns a `Verification` (`passed`,
+    `outputs`: each output's max abs/rel error, `inputs`, `first_divergence`, `str()` the
+    command's table); a mismatch raises `tf2ir.VerificationMismatch` only with
+    `raise_on_mismatch`."""
+    from tf2ir.ir.errors import ConversionError, ExitStatus
+    from tf2ir.tools.api_verify import verify_source
+    from tf2ir.tools.verify import DEFAULT_ATOL, DEFAULT_RTOL, VerifyOptions
+    pipeline = make_pipeline(plugins, inputs=inputs, outputs=outputs, fusion=fusion,
+                             passes=passes, fallback=fallback, signature=signature, tags=tags,
+                             opset=opset)
+    if isinstance(inputs_data, (str, os.PathLike)):
+        inputs_data = [os.fspath(inputs_data)]
+    options = VerifyOptions(inputs_data=inputs_data or (),   # type: ignore[arg-type]
+                            rtol=DEFAULT_RTOL if rtol is None else rtol,
+                            atol=DEFAULT_ATOL if atol is None else atol, seed=seed, batch=batch)
+    loaded = resolve_source(source, input_signature=input_signature, signature=signature)
+    path = None
+    if onnx is not None:
+        from tf2ir.ir.atomic import check_output_path
+        path = os.fspath(onnx)
+        check_output_path(path, [loaded.path] if loaded.path else [])   # before any work
+    result = verify_source(pipeline, loaded, options, onnx_path=path, quiet=quiet)
+    if raise_on_mismatch and not result.passed:
+        raise ConversionError(" ".join(filter(None, [result.summary(), result.first_divergence])),
+                              model=loaded.label, exit_code=ExitStatus.MISMATCH)
+    return result
+
+
+__all__ = ["ConversionResult", "Report", "Source", "check", "convert", "verify"]

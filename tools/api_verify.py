@@ -72,11 +72,11 @@ def verify_model(model_path: str, model, report=None, options: Optional[VerifyOp
         prototypes = prototypes_of(graph)
     options = options or VerifyOptions()
     progress = progress or PhaseLine(False)
-    feeds = make_inputs(model, options)
-    names = [o.name for o in model.graph.output]
-    progress.phase("running TensorFlow")
     tf_graph = (_tf_graph(model_path, **(source or {})) if graph_def is None
                 else tf_graph_of(graph_def, model_path))
+    feeds = make_inputs(model, options, tf_graph)   # integers within what the graph takes
+    names = [o.name for o in model.graph.output]
+    progress.phase("running TensorFlow")
     expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
     progress.phase("running onnxruntime")
     actual = _run_onnx(model, feeds, names, prototypes)

@@ -221,10 +221,19 @@ def _compile(pipeline, graph, model: str, report: SupportReport) -> None:
     report.stage = "checker"
 
 
+def check_source(pipeline, source) -> SupportReport:
+    """`tf2ir check` and `tf2ir.check`: the support report of `source` (tools/api_core.Source:
+    a model file, or a GraphDef in memory) with `pipeline`'s plugins and options."""
+    if source.path is not None:
+        graph_def, outputs = pipeline.load(source.path)
+    else:
+        graph_def, outputs = source.graph_def, source.outputs
+    return support_report(pipeline, graph_def, source.label, pipeline.options.outputs or outputs)
+
+
 def run(args) -> int:
-    pipeline = pipeline_from_args(args)
-    graph_def, outputs = pipeline.load(args.model)
-    report = support_report(pipeline, graph_def, args.model, pipeline.options.outputs or outputs)
+    from tf2ir.tools.api_core import Source
+    report = check_source(pipeline_from_args(args), Source(args.model, path=args.model))
     if args.json:
         print(json.dumps(asdict(report), indent=2))
     else:
