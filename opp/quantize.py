@@ -5,7 +5,9 @@ and float16 compute in float32, as close as one rounding).
 
 ONNX QuantizeLinear divides by the scale and DequantizeLinear adds no nudged minimum, while TF
 multiplies by an inverse scale and rounds half up (FakeQuant) or as round_mode says
-(QuantizeDequantize): neither fits exactly, so both ops are arithmetic.
+(QuantizeDequantize): neither fits exactly, so both ops are arithmetic. With `--quantized
+qdq` (ExportOptions.quantized) they become QuantizeLinear/DequantizeLinear pairs where they
+can: opp/quantize_qdq.py.
 
 - FakeQuant: quant range [narrow_range ? 1 : 0, 2^num_bits - 1]; scale = (max - min) / range
   width; the zero point min-side, clamped into the range and rounded half away from zero; the
@@ -25,6 +27,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
 from tf2ir.ir.tensor import FLOAT_TYPES
+from tf2ir.opp import quantize_qdq
 from tf2ir.opp.emitting import Emitter, emit_cast
 from tf2ir.opp.shapes import normalize_axis, same_as_input
 
@@ -33,9 +36,13 @@ OPS = OpSet("tf2ir.opp.quantize")
 COMPUTE_IN = {"float16": "float32", "bfloat16": "float32"}
 
 
-def _lowering(body):
-    """A lowering computing `body(o, node, x, min, max)` in float32 or float64."""
+def _lowering(body, qdq):
+    """A lowering computing `body(o, node, x, min, max)` in float32 or float64, or with
+    `--quantized qdq` the QuantizeLinear/DequantizeLinear pair `qdq(ctx, node)` emits where it
+    can (opp/quantize_qdq.py)."""
     def lower(ctx, node):
+        if quantize_qdq.wanted(ctx) and qdq(ctx, node):
+            return
         dtype = node.inputs[0].desc.dtype
         work = COMPUTE_IN.get(dtype, dtype)
         names = [ctx.input(i) for i in range(3)]
@@ -92,7 +99,7 @@ def _fake_quant(o: Emitter, node, x: str, low: str, high: str) -> str:
     return o.Where(both_zero, o.c(0.0), result)
 
 
-fake_quant.lower(_lowering(_fake_quant))
+fake_quant.lower(_lowering(_fake_quant, quantize_qdq.lower_fake_quant))
 
 
 # -- QuantizeDequantize ---------------------------------------------------------------------------
@@ -176,4 +183,5 @@ def _quantize_dequantize(o: Emitter, node, x: str, low: str, high: str) -> str:
     return o.Mul(rounded, inverse)
 
 
-quantize_dequantize.lower(_lowering(_quantize_dequantize))
+quantize_dequantize.lower(_lowering(_quantize_dequantize,
+                                     quantize_qdq.lower_quantize_dequantize))

@@ -19,6 +19,7 @@ from tf2ir.ir.onnx.graph import OnnxGraph
 from tf2ir.ir.onnx.passes.matmul import (einsums_to_matmuls, attention_form,
                                          merge_sibling_matmuls)
 from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
+from tf2ir.ir.onnx.passes.qdq import fold_into_quantized_weights
 from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
@@ -34,7 +35,7 @@ def _onnx(name, run, description, after=(), repeat=False, before=(), default=Tru
 
 _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
              "pool_pad", "global_pool", "scale", "activation", "attention_form", "matmul_merge",
-             "cse")
+             "cse", "qdq")
 
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
@@ -52,6 +53,12 @@ ONNX_PASSES: List[PassRecord] = [
     _onnx("identity", remove_identities,
           "Identity, identity Transposes, zero Pads, +0 and *1 removed", after=("layout",),
           repeat=True),
+    _onnx("qdq", fold_into_quantized_weights,
+          "int8 weights read through DequantizeLinear (--quantized qdq): their Transposes and "
+          "Reshapes applied to the initializer, a Conv's per-channel bias Add and positive "
+          "scale Mul folded into its bias and the weight's scale, so that onnxruntime fuses "
+          "QLinearConv/QGemm", after=("fold", "reshape", "layout", "identity", "reshape_chain"),
+          before=("affine", "scale", "cse")),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),

@@ -34,7 +34,8 @@ _REFUSED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformL
             "Multinomial", "Bernoulli", "Dropout", "Constant", "Optional", "OptionalGetElement",
             "OptionalHasElement", "SequenceConstruct", "SequenceEmpty", "SequenceInsert",
             "SequenceErase", "SequenceAt", "SequenceLength", "SplitToSequence",
-            "ConcatFromSequence", "If", "Loop", "Scan", "SequenceMap"}
+            "ConcatFromSequence", "If", "Loop", "Scan", "SequenceMap",
+            "DequantizeLinear"}   # int8 weights through it: the QDQ form onnxruntime fuses
 # Ops whose result has as many elements as an input at most (all of them for Concat/Split),
 # and ops whose inputs broadcast: their size bound needs no inference.
 _NO_LARGER = {

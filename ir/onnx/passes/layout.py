@@ -80,6 +80,13 @@ def _plan(g: OnnxGraph, node: OnnxNode, perm: List[int]) -> Optional[_Plan]:
         plan = _Plan(perm, present)
         plan.out_perms = [perm]
         return plan
+    if op in ("QuantizeLinear", "DequantizeLinear"):     # elementwise; a per-axis scale's
+        plan = _Plan(perm, [0])                            # axis follows (--quantized qdq)
+        if g.rank(node.input[1]) == 1:
+            axis = node.attr("axis", 1) % rank
+            plan.edits.append(lambda: g.set_attr(node, "axis", perm[axis]))
+        plan.out_perms = [perm]
+        return plan
     if op == "Clip":
         for name in node.input[1:]:
             bound = g.const(name)
