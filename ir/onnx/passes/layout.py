@@ -123,6 +123,18 @@ def _plan(g: OnnxGraph, node: OnnxNode, perm: List[int]) -> Optional[_Plan]:
         plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(new, "pads_permuted")))
         plan.out_perms = [perm]
         return plan
+    if op == "Unsqueeze" and len(node.input) == 2:
+        return _unsqueeze_plan(g, node, perm)
+    if op == "Squeeze" and len(node.input) == 2:
+        axes = g.const(node.input[1])
+        if axes is None:
+            return None
+        squeezed = sorted({int(a) % rank for a in axes.reshape(-1)})
+        new = np.array(sorted(perm[a] for a in squeezed), np.int64)
+        plan = _Plan(perm, [0])
+        plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(new, "axes_permuted")))
+        plan.out_perms = [_reduced_perm(perm, squeezed)]
+        return plan
     if op == "Slice" and len(node.input) >= 3:
         starts = g.const(node.input[1])
         axes = g.const(node.input[3]) if len(node.input) > 3 and node.input[3] else None
@@ -144,6 +156,43 @@ def _plan(g: OnnxGraph, node: OnnxNode, perm: List[int]) -> Optional[_Plan]:
     return None
 
 
+def _unsqueeze_plan(g, node, perm):
+    """y = Unsqueeze(T(x, perm), axes) as T(Unsqueeze(x, axes'), perm'). The new unit axes
+    may sit anywhere in Unsqueeze(x, ...): where y's only reader is a Transpose that the
+    order makes cancel (Conv1D's NWC -> N1WC -> NCHW), that order; else each new axis follows
+    the dim of x it follows in y."""
+    axes = g.const(node.input[1])
+    if axes is None:
+        return None
+    out_rank = len(perm) + axes.size
+    new = {int(a) % out_rank for a in axes.reshape(-1)}
+    if len(new) != axes.size:
+        return None
+    dims = iter(perm)
+    tokens = [None if i in new else next(dims) for i in range(out_rank)]   # x's dim, or new
+    order = None                      # z = Unsqueeze(x, axes'): z's dim k is y's dim order[k]
+    readers = g.users(node.output[0])
+    if len(readers) == 1 and readers[0].op_type == "Transpose" and readers[0].standard \
+            and not g.is_pinned(node.output[0]):
+        after = readers[0].attr("perm")
+        if after is not None and sorted(after) == list(range(out_rank)):
+            kept = [tokens[i] for i in after if tokens[i] is not None]
+            order = list(after) if kept == sorted(kept) else None
+    if order is None:
+        keys, before = {}, -1
+        for i, token in enumerate(tokens):
+            if token is not None:
+                before = token
+            keys[i] = (token, 0, i) if token is not None else (before, 1, i)
+        order = sorted(range(out_rank), key=lambda i: keys[i])
+    axes_z = np.array([k for k, i in enumerate(order) if tokens[i] is None], np.int64)
+    out_perm = [order.index(i) for i in range(out_rank)]
+    plan = _Plan(perm, [0])
+    plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(axes_z, "axes_permuted")))
+    plan.out_perms = [None if is_identity(out_perm) else out_perm]
+    return plan
+
+
 def _reduce_plan(g, node, perm):
     rank = len(perm)
     keepdims = node.attr("keepdims", 1)
@@ -163,6 +212,17 @@ def _reduce_plan(g, node, perm):
     plan.edits.append(lambda: g.set_input(node, 1, g.add_initializer(new, "axes_permuted")))
     plan.out_perms = [perm if keepdims else _reduced_perm(perm, axes)]
     return plan
+
+
+def _carry_facts(g: OnnxGraph, known: str, name: str, perm: Sequence[int]) -> None:
+    """`name` holds Transpose(`known`, perm): its dtype and (known) shape follow from `known`'s
+    (the identity and per-channel passes read shapes: a graph input taken channels-first
+    leaves a normalisation's `x - 0` that only a known shape lets them remove)."""
+    if known in g.dtypes:
+        g.dtypes.setdefault(name, g.dtypes[known])
+    shape = g.shapes.get(known)
+    if shape is not None and len(shape) == len(perm):
+        g.shapes.setdefault(name, tuple(shape[p] for p in perm))
 
 
 class _Sinker:
@@ -197,6 +257,7 @@ class _Sinker:
         g = self.g
         out = g.add_node("Transpose", [x], outputs, perm=list(perm), **place).output[0]
         g.ranks[out] = len(perm)
+        _carry_facts(g, x, out, perm)
         return out
 
     # -- one node ------------------------------------------------------------------------
@@ -276,6 +337,7 @@ class _Sinker:
             raw = g.fresh(f"{out}/raw")
             g.rename_output(node, k, raw)
             g.ranks[raw] = len(out_perm)
+            _carry_facts(g, out, raw, inverse(out_perm))
             self.new_transpose(raw, out_perm, [out], after=node)
         self.changes += 1
 
