@@ -111,7 +111,7 @@ def verify(source: Any, *, inputs: InputShapes = None, outputs: Names = None,
                              opset=opset)
     if isinstance(inputs_data, (str, os.PathLike)):
         inputs_data = [os.fspath(inputs_data)]
-    options = VerifyOptions(inputs_data=inputs_data or (),   # type: ignore[arg-type]
+    options = VerifyOptions(inputs_data=inputs_data or (),
                             rtol=DEFAULT_RTOL if rtol is None else rtol,
                             atol=DEFAULT_ATOL if atol is None else atol, seed=seed, batch=batch)
     loaded = resolve_source(source, input_signature=input_signature, signature=signature)

@@ -21,6 +21,7 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 
 if TYPE_CHECKING:
     from tf2ir.ir.graph import Graph
+    from tf2ir.ir.tensor import Shape
     from tf2ir.parser.convert import ConversionReport
     from tf2ir.parser.pipeline import Options, Pipeline
     from tf2ir.plugins.manager import PluginManager
@@ -38,7 +39,7 @@ def _usage(message: str) -> ConversionError:
 
 
 # -- options -------------------------------------------------------------------------------
-def input_shapes(inputs: InputShapes) -> Dict[str, Tuple[Optional[int], ...]]:
+def input_shapes(inputs: InputShapes) -> Dict[str, "Shape"]:
     """The `inputs=` option → {placeholder: shape}: a mapping of name → shape, or the command
     line's NAME:D1,D2 strings (one string or several)."""
     from tf2ir.parser.graph_view import split_tensor_name
@@ -52,7 +53,7 @@ def input_shapes(inputs: InputShapes) -> Dict[str, Tuple[Optional[int], ...]]:
             raise _usage("inputs must be a mapping of input name to shape, or NAME:D1,D2,... "
                          "strings")
         return parse_input_shapes(list(inputs))
-    shapes: Dict[str, Tuple[Optional[int], ...]] = {}
+    shapes: Dict[str, "Shape"] = {}
     for name, shape in inputs.items():
         if not isinstance(name, str) or not name:
             raise _usage(f"inputs: input name {name!r} is not a non-empty string")
@@ -162,8 +163,9 @@ def _is_graph_def(obj: Any) -> bool:
 
 def graph_def_from_bytes(data: bytes, label: str = "<GraphDef bytes>") -> Any:
     """A serialized GraphDef → tf2ir's GraphDef message (bad bytes: one ConversionError)."""
-    from google.protobuf import message
+    import importlib
     from tf2ir.parser.graph_view import graph_def_class
+    message = importlib.import_module("google.protobuf.message")
     graph_def = graph_def_class()()
     try:
         graph_def.ParseFromString(bytes(data))

@@ -242,3 +242,15 @@ def test_every_public_name_resolves():
     assert callable(tf2ir.convert) and issubclass(tf2ir.UsageError, tf2ir.ConversionError)
     with pytest.raises(AttributeError):
         tf2ir.no_such_name   # noqa: B018
+
+
+def test_the_api_modules_type_check():
+    """mypy (the project's configuration) finds nothing in the public API's modules."""
+    from tests.test_typecheck import run_mypy
+    modules = ["tf2ir", "tf2ir.tools.api", "tf2ir.tools.api_core", "tf2ir.tools.api_result",
+               "tf2ir.tools.api_verify"]
+    _, output = run_mypy(*[arg for m in modules for arg in ("-m", m)])
+    mine = [line for line in output.splitlines()
+            if ": error:" in line and ("tools/api" in line or "tf2ir/__init__" in line)]
+    assert not mine, output
+    assert "checked 5 source files" in output, output
