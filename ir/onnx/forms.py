@@ -226,7 +226,8 @@ def _fit(op_type: str, inputs: List[str], attrs: Dict[str, Any], target: int) ->
     defaults = _canonical_defaults(op_type)
     for name in [a for a in attrs if a not in schema.attributes]:
         if name not in defaults or not _same(attrs[name], defaults[name]):
-            raise unsupported(op_type, target, f"attribute {name}={attrs[name]!r} is newer")
+            value = attrs[name].decode() if isinstance(attrs[name], bytes) else attrs[name]
+            raise unsupported(op_type, target, f"attribute {name}={value!r} is newer")
         del attrs[name]
     limit = len(schema.inputs) if schema.inputs and schema.inputs[-1].option != \
         defs.OpSchema.FormalParameterOption.Variadic else len(inputs)

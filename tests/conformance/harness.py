@@ -14,11 +14,17 @@ again with every placeholder dimension unknown, with =rank with every argument o
 rank inside the graph (`shape_variant`); TensorFlow's reference is the same function traced over the relaxed specs. A case whose
 function TensorFlow itself cannot trace over the relaxed specs is skipped ("TF refuses"); a feed
 TensorFlow's kernels refuse to run over them is not compared (the case is skipped if none runs).
-`python -m tf2ir.tools.shapes3` runs the suite these ways and counts the outcomes."""
+`python -m tf2ir.tools.shapes3` runs the suite these ways and counts the outcomes.
+
+Target opsets (issue 23): with TF2IR_CONFORMANCE_OPSET=N every case is compiled at opset N
+(compile's `opset=`) instead of the default; a case whose op has no form at N (the one
+"needs opset M or newer" error of ir/onnx/forms.py) is skipped with that line.
+`python -m tf2ir.tools.opsets --conformance` runs the suite at each opset."""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -27,6 +33,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 RNG = np.random.default_rng(20261123)
+_NO_FORM = re.compile(r"^ONNX \S+ (needs opset \d+ or newer|has no form at opset \d+)")
 
 # dtype → (atol, rtol); floats compare |a-b| <= atol + rtol*|tf|, the rest exactly
 TOLERANCES: Dict[str, tuple] = {
@@ -39,6 +46,19 @@ _MANAGER = None
 SHAPES_ENV = "TF2IR_CONFORMANCE_SHAPES"
 SHAPE_MODES = ("written", "dims", "rank")
 CHECK_OP_CALLS = []         # the shape mode of every check_op call so far (tools/shapes3 reads it)
+
+
+OPSET_ENV = "TF2IR_CONFORMANCE_OPSET"
+
+
+def target_opset() -> Optional[int]:
+    """The opset this run compiles at (TF2IR_CONFORMANCE_OPSET), None for the default."""
+    text = os.environ.get(OPSET_ENV, "")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"{OPSET_ENV}={text!r}: expected an opset number")
+    return int(text)
 
 
 def shape_mode() -> str:
@@ -83,6 +103,7 @@ def convert_function(fn: Callable, specs: Sequence, directory: str,
                      input_shapes: Optional[dict] = None, name: str = "op"):
     """Freeze `fn` over `specs` (tf.TensorSpec each) and convert it → (onnx path, IR graph,
     TF output names, the frozen .pb path)."""
+    from tf2ir.ir.errors import ConversionError
     from tf2ir.ir.onnx.compile import compile_to_file
     from tf2ir.parser.pipeline import convert_file
     from tf2ir.tools.models import freeze_function
@@ -90,7 +111,14 @@ def convert_function(fn: Callable, specs: Sequence, directory: str,
     outputs = freeze_function(fn, list(specs), pb)
     graph, _ = convert_file(pb, _manager(), input_shapes)
     path = os.path.join(directory, f"{name}.onnx")
-    compile_to_file(graph, path, model_name=pb)
+    opset = target_opset()
+    try:
+        compile_to_file(graph, path, model_name=pb, opset=opset)
+    except ConversionError as exc:
+        if opset is not None and _NO_FORM.search(exc.message):
+            import pytest
+            pytest.skip(f"opset {opset}: {exc.message}")
+        raise
     return path, graph, outputs, pb
 
 
