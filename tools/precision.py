@@ -8,7 +8,12 @@ the bench's CNNs and transformers); a .json beside a .pb gives its feed (tools/b
 feed_spec: input, outputs, shape, dtype, high), else one float32 image in [0, 1). The error is
 the largest absolute difference from TensorFlow's output, and that divided by the largest
 absolute value of TensorFlow's output ("rel"). `--keep` replaces the op types that stay float32
-under fp16 (comma-separated; "none" for none): how ir/onnx/precision.py's list was measured."""
+under fp16 (comma-separated; "none" for none): how ir/onnx/precision.py's list was measured.
+`--accumulation` prints instead what a float16 accumulator loses on a runtime whose kernels sum
+in float16 (onnxruntime's CPU provider computes most float16 ops in float32 between its own
+Casts, so the models' errors do not show it): the mean of x and of x^2 (x standard normal) over
+the element counts of a pooled 7x7 map, a transformer's hidden and inner widths, and a 224x224
+image."""
 
 from __future__ import annotations
 
@@ -128,6 +133,17 @@ def measure(name: str, out_dir: str, runs: int, keep=None) -> List[Dict]:
     return rows
 
 
+def accumulation(out=sys.stdout) -> None:
+    rng = np.random.default_rng(0)
+    print(f"{'elements':>8} {'mean of':>8} {'fp16 sum rel err':>16}", file=out)
+    for n in (49, 768, 3072, 50176):
+        x = rng.standard_normal(n).astype(np.float32)
+        for what, v in (("x", x), ("x^2", x * x)):
+            want = v.astype(np.float64).mean()
+            got = float(np.cumsum(v.astype(np.float16), dtype=np.float16)[-1]) / n
+            print(f"{n:>8} {what:>8} {abs(got - want) / abs(want):>16.2e}", file=out)
+
+
 def print_table(rows: List[Dict], out=sys.stdout) -> None:
     print(f"{'model':<17} {'variant':<13} {'max abs err':>11} {'rel':>9} {'MB':>8} "
           f"{'1-thread ms':>11}", file=out)
@@ -145,7 +161,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "'none'); default: ir/onnx/precision.py's KEEP_FP32")
     parser.add_argument("--out", help="folder for the converted models (default: a temporary "
                         "one, removed)")
+    parser.add_argument("--accumulation", action="store_true",
+                        help="print the error of float16 accumulation instead")
     args = parser.parse_args(argv)
+    if args.accumulation:
+        accumulation()
+        return 0
     keep = None
     if args.keep is not None:
         keep = frozenset() if args.keep == "none" else frozenset(
