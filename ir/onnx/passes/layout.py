@@ -215,11 +215,10 @@ def _reduce_plan(g, node, perm):
 
 
 def _carry_facts(g: OnnxGraph, known: str, name: str, perm: Sequence[int]) -> None:
-    """`name` holds Transpose(`known`, perm): its dtype and (known) shape follow from `known`'s
-    (the identity and per-channel passes read shapes: a graph input taken channels-first
-    leaves a normalisation's `x - 0` that only a known shape lets them remove)."""
-    if known in g.dtypes:
-        g.dtypes.setdefault(name, g.dtypes[known])
+    """`name` holds Transpose(`known`, perm): its known shape follows from `known`'s (the
+    identity pass reads shapes: a graph input taken channels-first leaves a normalisation's
+    `x - 0` of per-channel zeros that only a known shape lets it remove). No dtype: with one,
+    global_pool would turn DenseNet121's final ReduceMean into GlobalAveragePool+Flatten."""
     shape = g.shapes.get(known)
     if shape is not None and len(shape) == len(perm):
         g.shapes.setdefault(name, tuple(shape[p] for p in perm))
