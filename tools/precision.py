@@ -145,11 +145,11 @@ def accumulation(out=sys.stdout) -> None:
 
 
 def print_table(rows: List[Dict], out=sys.stdout) -> None:
-    print(f"{'model':<17} {'variant':<13} {'max abs err':>11} {'rel':>9} {'MB':>8} "
+    print(f"{'model':<17} {'variant':<13} {'max abs err':>11} {'rel':>9} {'MB':>9} "
           f"{'1-thread ms':>11}", file=out)
     for r in rows:
         print(f"{r['model']:<17} {r['variant']:<13} {r['abs']:>11.3e} {r['rel']:>9.2e} "
-              f"{r['bytes'] / 1e6:>8.2f} {r['ms']:>11.2f}", file=out)
+              f"{r['bytes'] / 1e6:>9.3f} {r['ms']:>11.2f}", file=out)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
