@@ -254,3 +254,33 @@ def test_the_api_modules_type_check():
             if ": error:" in line and ("tools/api" in line or "tf2ir/__init__" in line)]
     assert not mine, output
     assert "checked 5 source files" in output, output
+
+
+def test_past_the_protobuf_limit_the_weights_stay_aside_and_save_writes_external_data(
+        tf, tmp_path, monkeypatch):
+    """With protobuf's limit lowered to 1 MB + 4 KB: `.model` keeps the small initializers
+    only (the big ones in `.initializers`), and save() writes OUT.onnx and OUT.onnx.data,
+    which onnxruntime runs to the model's values."""
+    import onnx
+    from tf2ir.ir.onnx import writer
+    weights = np.random.RandomState(1).standard_normal((64, 64)).astype(np.float32)
+    x = tf.TensorSpec((1, 64), tf.float32, name="x")
+    concrete = tf.function(lambda x: tf.matmul(x, weights) + 1.0).get_concrete_function(x)
+    result = tf2ir.convert(concrete.graph.as_graph_def(), quiet=True)
+    feed = np.ones((1, 64), np.float32)
+    expected = feed @ weights + 1.0
+    monkeypatch.setattr(writer, "PROTOBUF_LIMIT", (1 << 20) + 4096)
+    result._model = None   # made again under the lowered limit
+    sizes = {a.nbytes for _, a in result.initializers}
+    assert weights.nbytes in sizes
+    kept = {t.name for t in result.model.graph.initializer}
+    assert all(a.nbytes < writer.EXTERNAL_MIN_BYTES for n, a in result.initializers if n in kept)
+    assert len(kept) < len(result.initializers)
+    path = tmp_path / "big.onnx"
+    result.save(path)
+    assert sorted(os.listdir(tmp_path)) == ["big.onnx", "big.onnx.data"]
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (actual,) = session.run(None, {session.get_inputs()[0].name: feed})
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-4)
+    assert onnx.load(str(path)).graph.initializer   # the external tensors are named there
