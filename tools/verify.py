@@ -247,10 +247,16 @@ def tf_graph_of(frozen, model: str):
 
 
 def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.ndarray]:
-    """TF's run; its refusal of the input values is one line (tools/verify_inputs.py)."""
+    """TF's run; its refusal of the input values is one line (tools/verify_inputs.py).
+    Grappler's remapper is off: its oneDNN layer-norm fusion computes transformers' BERT
+    LayerNorm wrongly (errors near 1 at batch 8; TF 2.21), and the reference is the graph."""
     import tensorflow as tf
+    from tensorflow.core.protobuf import rewriter_config_pb2
     from tf2ir.tools.verify_inputs import refusal
-    with tf.compat.v1.Session(graph=graph) as session, refusal("TensorFlow", feeds, graph):
+    config = tf.compat.v1.ConfigProto()
+    config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
+    with tf.compat.v1.Session(graph=graph, config=config) as session, \
+            refusal("TensorFlow", feeds, graph):
         return session.run(fetches, {f"{k}:0": v for k, v in feeds.items()})
 
 

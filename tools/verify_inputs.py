@@ -320,9 +320,9 @@ def refusal(side: str, feeds: Mapping[str, np.ndarray], graph=None) -> Iterator[
 
 
 def _is_refusal(side: str, exc: Exception) -> bool:
-    if side == "TensorFlow":
-        name = type(exc).__name__
-        return name in ("InvalidArgumentError", "OutOfRangeError")
+    if side == "TensorFlow":   # an op's refusal names its node (a bad fetch names none)
+        return (type(exc).__name__ in ("InvalidArgumentError", "OutOfRangeError")
+                and _TF_NODE.search(str(getattr(exc, "message", "") or exc)) is not None)
     return bool(_ORT_REFUSAL.search(str(exc)))
 
 
