@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.conformance.harness import OPSET_ENV, check_op, convert_function, rand, spec
+from tests.conformance.harness import (
+    OPSET_ENV, check_op, convert_function, converted_op_types, rand, spec)
 from tf2ir.ir.onnx.forms import OLDEST_OPSET, newest_runnable_opset
 
 tf = pytest.importorskip("tensorflow")
@@ -92,11 +93,14 @@ def test_keras_layer_normalization():
     layer.gamma.assign(np.linspace(0.5, 1.5, 8, dtype=np.float32))
     layer.beta.assign(np.linspace(-1, 1, 8, dtype=np.float32))
     check_op(lambda x: layer(x), [rand(2, 5, 8)], atol=1e-4, rtol=1e-4)
+    assert "LayerNorm" in converted_op_types(lambda x: layer(x), [spec((2, 5, 8))])  # fused
 
 
 @pytest.mark.parametrize("approximate", [False, True])
 def test_gelu(approximate):
     check_op(lambda x: tf.nn.gelu(x, approximate=approximate), [rand(3, 7) * 2], atol=1e-5)
+    assert "Gelu" in converted_op_types(lambda x: tf.nn.gelu(x, approximate=approximate),
+                                        [spec((3, 7))])
 
 
 # -- the variable reaches compile -----------------------------------------------------------------------
