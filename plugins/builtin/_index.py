@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'b4923c34e7bab60d5c8d858d56641844e931ae81'
+FINGERPRINT = '89aa79d4b119b866ef9ba584b23b4113dcf6b6d7'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -27,15 +27,16 @@ SOURCES = {
     'opp/conv.py': 21252, 'opp/coordinates.py': 2957, 'opp/creation.py': 6225,
     'opp/declare.py': 2281, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
     'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
-    'opp/fusion.py': 5792, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
+    'opp/fusion.py': 7289, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
     'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
     'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788, 'opp/lookup.py': 6471,
     'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 5220, 'opp/norm.py': 7491,
-    'opp/pool.py': 7417, 'opp/quantize.py': 9129, 'opp/ragged.py': 19734, 'opp/random.py': 16850,
-    'opp/reduce.py': 16540, 'opp/rnn.py': 6146, 'opp/segment.py': 17975, 'opp/select.py': 4281,
-    'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
-    'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
-    'opp/spectral.py': 18549, 'opp/strings.py': 16289, 'opp/suppression.py': 6795,
+    'opp/pool.py': 7417, 'opp/quantize.py': 9622, 'opp/quantize_qdq.py': 10142,
+    'opp/ragged.py': 19734, 'opp/random.py': 16850, 'opp/reduce.py': 16540, 'opp/rnn.py': 6146,
+    'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
+    'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
+    'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 16289,
+    'opp/suppression.py': 6795,
 }
 
 # hook → the modules that implement it
