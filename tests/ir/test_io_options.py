@@ -282,3 +282,23 @@ def test_unsqueeze_and_squeeze_of_a_transposed_value_compute_the_same(axes):
                       {"y": (np.float32, [2, 3, 4, 5]), "z": (np.float32, z_shape)}, feeds)
     assert g.nodes[0].op_type == "Unsqueeze" and g.nodes[0].input[0] == "x"   # moved past
     assert op_types(g).count("Transpose") == 1                                  # z's
+
+
+def test_neutral_normalisation_goes_from_a_channels_first_input(tmp_path):
+    """Keras' Rescaling, then its Normalization layer before its weights are adapted: x - 0 and
+    x / 1 per channel.
+    Sunk below the input's Transpose the constants are (1, C, 1, 1), which the identity pass
+    removes only knowing x's shape: the layout pass gives the names it makes their shapes."""
+    zeros, ones = np.zeros(3, np.float32), np.ones(3, np.float32)
+
+    def net(x):
+        y = tf.pad((x * 2.0 - zeros) / ones, [[0, 0], [1, 1], [1, 1], [0, 0]])
+        return tf.nn.conv2d(y, W2, 2, "VALID")
+    pb = str(tmp_path / "norm.pb")
+    out = freeze_function(net, tf.TensorSpec((None, 9, 7, 3), tf.float32, name="x"), pb)[0]
+    x = RNG.standard_normal((2, 9, 7, 3)).astype(np.float32)
+    want = run_frozen_graph(pb, {"x": x}, [out])[0]
+    model = _compile(pb, inputs_as_nchw=("x",))
+    assert _types(model) == ["Conv", "Transpose"], _types(model)
+    got = _run(model, {"x": x.transpose(NCHW)})[out.split(":")[0]]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
