@@ -251,7 +251,7 @@ def test_conv_bias_and_scale_fold_into_the_quantized_conv(tmp_path):
     model, path = convert(fn, [spec(x.shape)], str(tmp_path))
     types = op_types(model)
     assert "Mul" not in types and "Add" not in types
-    assert types.count("Transpose") == 1    # the input's: the layout pass sinks the rest
+    assert types.count("Transpose") == 2    # the input's and the output's: none between
     conv = next(n for n in model.graph.node if n.op_type == "Conv")
     producers = {o: n.op_type for n in model.graph.node for o in n.output}
     assert [producers.get(name) for name in conv.input] == ["Transpose", "DequantizeLinear",
