@@ -48,8 +48,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", required=True, metavar="REPORT.html",
                         help="the HTML file to write")
     parser.add_argument("--verify", action="store_true",
-                        help="run TensorFlow and onnxruntime on random inputs and show every "
-                             "node's error against TensorFlow (exit 4 on a mismatch)")
+                        help="run TensorFlow and onnxruntime on random inputs (or --inputs-data) "
+                             "and show every node's error against TensorFlow (exit 4 on a "
+                             "mismatch)")
+    from tf2ir.tools.verify import add_options
+    add_options(parser)   # --inputs-data, --rtol, --atol, --seed, --batch, as `verify`
     add_shape_options(parser)
     add_fusion_option(parser)
     add_fallback_option(parser)
@@ -67,9 +70,14 @@ def _passes_epilog() -> str:
 def run(args) -> int:
     from tf2ir.tools.options import refuse_outputs
     refuse_outputs([args.output], args)
+    from tf2ir.tools.verify import options_from_args
+    if args.inputs_data and not args.verify:
+        raise ConversionError("--inputs-data needs --verify (the inputs of the comparison "
+                              "with TensorFlow)", exit_code=ExitStatus.USAGE)
     pipeline = pipeline_from_args(args)   # bad options fail before any work
     builder = ReportBuilder(pipeline, args.model, source=_source(args))
-    return builder.run_and_write(args.output, verify=args.verify)
+    return builder.run_and_write(args.output, verify=args.verify,
+                                 options=options_from_args(args))
 
 
 def add_report_option(parser: argparse.ArgumentParser) -> None:
@@ -186,13 +194,14 @@ class ReportBuilder:
         full.graph.initializer.extend(tensor_proto(n, a) for n, a in initializers)
         return full
 
-    def run_and_write(self, path: str, verify: bool = False) -> int:
-        """`tf2ir report`: convert, compile in memory, optionally verify, write the page."""
+    def run_and_write(self, path: str, verify: bool = False, options=None) -> int:
+        """`tf2ir report`: convert, compile in memory, optionally verify (tools/verify.py's
+        VerifyOptions `options`: inputs, tolerances), write the page."""
         self.convert()
         if self.error is not None:
             self.write_and_raise(path)
         model = self.compile()
-        status = self.verify(model) if verify else ExitStatus.OK
+        status = self.verify(model, options) if verify else ExitStatus.OK
         self.write(path)
         return status
 
@@ -264,9 +273,9 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
         compare, make_inputs, tensor_comparisons,
     )
     options = options or VerifyOptions()
-    feeds = make_inputs(onnx_model, options)
-    names = [o.name for o in onnx_model.graph.output]
     tf_graph = _tf_graph(model_path, **(source or {}))
+    feeds = make_inputs(onnx_model, options, tf_graph)   # integers the graph can take
+    names = [o.name for o in onnx_model.graph.output]
     expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
     from tf2ir.ir.prototype import prototypes_of
     actual = _run_onnx(onnx_model, feeds, names, prototypes_of(graph))   # its plugins' kernels
