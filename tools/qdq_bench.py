@@ -169,7 +169,8 @@ def build(name: str, mode: str, seed: int = 0):
 
 
 # -- tensorflow-model-optimization's quantize_model ---------------------------------------------
-def tfmot_models(folder: str) -> Dict[str, Tuple[str, str, np.ndarray]]:
+def tfmot_models(folder: str, names: Tuple[str, ...] = ("tfmot_cnn", "tfmot_mobilenetv2"),
+                 ) -> Dict[str, Tuple[str, str, np.ndarray]]:
     """name -> (qat .pb, float .pb, sample input) for tfmot's quantize_model of a small Keras
     CNN and of MobileNetV2 (weights=None), activation ranges set from a sample; {} where
     tensorflow-model-optimization (with tf-keras) does not import."""
@@ -188,10 +189,11 @@ def tfmot_models(folder: str) -> Dict[str, Tuple[str, str, np.ndarray]]:
         layers.DepthwiseConv2D(3, padding="same", activation="relu"),
         layers.Conv2D(64, 1, activation="relu"), layers.GlobalAveragePooling2D(),
         layers.Dense(10)])
-    mobilenet = keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3),
-                                               classifier_activation=None)
+    models = {"tfmot_cnn": lambda: small, "tfmot_mobilenetv2": lambda: keras.applications
+              .MobileNetV2(weights=None, input_shape=(224, 224, 3), classifier_activation=None)}
     found = {}
-    for name, model in (("tfmot_cnn", small), ("tfmot_mobilenetv2", mobilenet)):
+    for name in names:
+        model = models[name]()
         x = np.random.default_rng(1).uniform(-1, 1, (1,) + model.input_shape[1:]) \
             .astype(np.float32)
         qat = tfmot.quantization.keras.quantize_model(model)
