@@ -1,12 +1,12 @@
 """ONNX forms per opset: every lowering writes the canonical form (opset 18's op versions, and
 Gelu's of 20), and this module rewrites a node of that form into the form of a target opset
-from OLDEST_OPSET to the newest the installed onnx defines that onnxruntime runs.
+from OLDEST_OPSET to the newest the installed onnx defines (onnxruntime may run fewer).
 
 Two levels, one rule (an opset range says which form serves a target):
 - the ONNX op-signature changes, as a table (`FORMS`: op → list of (opset range, converter));
   `adapt` gives one node's form at the target, `expand` also the cheap decompositions of an
-  op the target does not have (several nodes); what has no form there is a ConversionError
-  naming the op and the target (exit status UNSUPPORTED);
+  op the target does not have (several nodes); what has no form there is one ConversionError
+  naming the op and the opsets that hold it ("needs opset 18 or newer"; exit status FAILED);
 - an op's lowering may register forms of its own with `@proto.lower(opsets=(lo, hi))` beside
   its default `@proto.lower`; `choose_lowering(proto, opset)` picks one.
 """
