@@ -23,7 +23,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "verify": ("tf2ir.tools.api", "verify"),
     "ConversionResult": ("tf2ir.tools.api_result", "ConversionResult"),
     "Report": ("tf2ir.tools.api_result", "Report"),
-    "Verification": ("tf2ir.tools.api_verify", "Verification"),
+    "Verification": ("tf2ir.tools.verify", "Verification"),
     "SupportReport": ("tf2ir.tools.check_report", "SupportReport"),
     "ConversionError": ("tf2ir.ir.errors", "ConversionError"),
     "UsageError": ("tf2ir.ir.errors", "UsageError"),

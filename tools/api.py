@@ -22,7 +22,7 @@ from tf2ir.tools.api_result import ConversionResult, Report
 
 if TYPE_CHECKING:
     import numpy as np
-    from tf2ir.tools.api_verify import Verification
+    from tf2ir.tools.verify import Verification
     from tf2ir.tools.check_report import SupportReport
 
 Names = Union[str, Sequence[str], None]

@@ -8,13 +8,10 @@ flags become (tools/options.py): one `Pipeline`, no second conversion path."""
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import (
-    TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union,
+    TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union,
 )
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
@@ -204,41 +201,6 @@ def resolve_source(source: Any, *, input_signature: Any = None,
 
 
 # -- the conversion ------------------------------------------------------------------------
-class _Notes(logging.Handler):
-    """Collects what the conversion logs at warning level or above (lowering notes) while
-    it runs; with `echo`, prints them too, where nothing else would (no handler configured:
-    logging's last resort, which this handler would otherwise silence)."""
-
-    def __init__(self, echo: bool):
-        super().__init__(logging.WARNING)
-        self.echo = echo
-        self.messages: List[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        self.messages.append(message)
-        if self.echo:
-            print(f"tf2ir: {message}", file=sys.stderr)
-
-
-@contextmanager
-def collected_notes(quiet: bool = False) -> Iterator[List[str]]:
-    """The warnings the `tf2ir` logger emits in the block, as a list; printed unless `quiet`
-    or the application configured logging (its handlers print them as before)."""
-    logger = logging.getLogger("tf2ir")
-    configured = bool(logger.handlers or logging.getLogger().handlers)
-    handler = _Notes(echo=not quiet and not configured)
-    propagate = logger.propagate
-    logger.addHandler(handler)
-    if quiet:
-        logger.propagate = False
-    try:
-        yield handler.messages
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
 def convert_source(pipeline: "Pipeline", source: Source,
                    builder: Any = None) -> Tuple["Graph", "ConversionReport"]:
     """The source → verified IR graph and report (a model file through Pipeline.convert_file,
@@ -259,7 +221,7 @@ def convert_pipeline(pipeline: "Pipeline", source: Source, *, compile: bool = Tr
     `compile`, the ONNX model built in memory: `result.save(path)` writes it). `progress`: a
     tools.progress.PhaseLine; `builder`: `convert --report`'s (whose error, when the walk
     met unsupported op types, stops here without compiling)."""
-    from tf2ir.tools.api_result import ConversionResult
+    from tf2ir.tools.api_result import ConversionResult, collected_notes
     if progress is not None:
         progress.phase(f"converting {os.path.basename(source.label.rstrip(os.sep))}")
     with collected_notes(quiet) as notes:

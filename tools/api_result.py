@@ -4,10 +4,13 @@ onnx.checker, atomically, with external data past 2 GB."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError
 
@@ -79,7 +82,6 @@ class ConversionResult:
         of the options' (tools/report.py's records what each pass did)."""
         from tf2ir.ir.onnx.compile import build_model
         from tf2ir.parser.pipeline import few_collections
-        from tf2ir.tools.api_core import collected_notes
         options = self.pipeline.options
         start = time.perf_counter()
         with few_collections(), collected_notes(quiet) as warnings:
@@ -184,6 +186,41 @@ class ConversionResult:
         return (f"<ConversionResult {r.model!r}: {r.tf_nodes} TF nodes -> {r.ir_nodes} IR "
                 f"nodes -> {r.onnx_nodes} ONNX nodes, opset {r.opset}, "
                 f"{_size(self.weight_bytes)} of weights; inputs {io}; outputs {out}>")
+
+
+class _Notes(logging.Handler):
+    """Collects what the conversion logs at warning level or above (lowering notes) while
+    it runs; with `echo`, prints them too, where nothing else would (no handler configured:
+    logging's last resort, which this handler would otherwise silence)."""
+
+    def __init__(self, echo: bool):
+        super().__init__(logging.WARNING)
+        self.echo = echo
+        self.messages: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.messages.append(message)
+        if self.echo:
+            print(f"tf2ir: {message}", file=sys.stderr)
+
+
+@contextmanager
+def collected_notes(quiet: bool = False) -> Iterator[List[str]]:
+    """The warnings the `tf2ir` logger emits in the block, as a list; printed unless `quiet`
+    or the application configured logging (its handlers print them as before)."""
+    logger = logging.getLogger("tf2ir")
+    configured = bool(logger.handlers or logging.getLogger().handlers)
+    handler = _Notes(echo=not quiet and not configured)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    if quiet:
+        logger.propagate = False
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def _size(nbytes: int) -> str:

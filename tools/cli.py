@@ -268,7 +268,7 @@ def cmd_new_plugin(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from tf2ir.tools.verify import run
+    from tf2ir.tools.api_verify import run
     return run(args)
 
 

@@ -16,7 +16,7 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.prototype import prototypes_of
 from tf2ir.tools.options import (
     EPILOG, MODEL_HELP, add_common, add_fallback_option, add_model_source, add_shape_options,
-    model_tags, pipeline_from_args,
+    model_tags,
 )
 
 EXIT_OK = ExitStatus.OK
@@ -89,23 +89,6 @@ def options_from_args(args) -> VerifyOptions:
                          seed=getattr(args, "seed", 0), batch=getattr(args, "batch", None))
 
 
-def run(args) -> int:
-    from tf2ir.tools.api_core import Source
-    from tf2ir.tools.api_verify import verify_source
-    from tf2ir.tools.options import refuse_outputs
-    from tf2ir.tools.progress import PhaseLine, wanted
-
-    if args.onnx:
-        refuse_outputs([args.onnx], args)   # never overwrite an input, a device, a directory
-    pipeline = pipeline_from_args(args)
-    with PhaseLine(wanted(args.quiet or args.verbose)) as progress:
-        result = verify_source(pipeline, Source(args.model, path=args.model),
-                               options_from_args(args), onnx_path=args.onnx,
-                               progress=progress, quiet=args.quiet)
-    print(result.text())
-    return result.exit_status
-
-
 def _source(args) -> dict:
     """How to load the model again for TensorFlow: SavedModel signature and tags."""
     return {"signature": getattr(args, "signature", None), "tags": model_tags(args)}
@@ -146,11 +129,80 @@ def verify_conversion(model_path: str, onnx_path: str, report=None,
     `prototypes` (default: the IR `graph`'s, else the default plugin manager's). Return 0 on
     a match, 4 on a mismatch."""
     import onnx
-    from tf2ir.tools.api_verify import verify_model
     result = verify_model(model_path, onnx.load(onnx_path), report, options, graph, source,
                           progress, prototypes)
     print(result.text(), file=out or sys.stdout)
     return result.exit_status
+
+
+@dataclass
+class Verification:
+    """One verification: each output's comparison with TensorFlow, the inputs both sides ran
+    on, and on a mismatch the line naming the first diverging node (when it was looked for)."""
+    outputs: List[Comparison]
+    inputs: Dict[str, np.ndarray]
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    seed: int = 0
+    first_divergence: Optional[str] = None
+
+    @property
+    def passed(self) -> bool:
+        return all(row.ok for row in self.outputs)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_OK if self.passed else EXIT_MISMATCH
+
+    def summary(self) -> str:
+        """The verdict line `tf2ir verify` prints under its table."""
+        rows, bad = self.outputs, [r for r in self.outputs if not r.ok]
+        inputs = ", ".join(f"{k} {list(v.shape)} {v.dtype}" for k, v in self.inputs.items())
+        tolerance = f"rtol={self.rtol:g} atol={self.atol:g} (inputs: {inputs}; seed {self.seed})"
+        if not bad:
+            return (f"verification passed: {len(rows)} output{'s' if len(rows) != 1 else ''} "
+                    f"within {tolerance}")
+        return (f"verification FAILED: {len(bad)} of {len(rows)} outputs differ beyond "
+                f"{tolerance}")
+
+    def text(self) -> str:
+        """What `tf2ir verify` prints: the per-output table, the verdict, the divergence."""
+        lines = _table(self.outputs) + [self.summary()]
+        if self.first_divergence is not None and not self.passed:
+            lines.append(self.first_divergence)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def verify_model(model_path: str, model, report=None, options: Optional[VerifyOptions] = None,
+                 graph=None, source: Optional[dict] = None, progress=None, prototypes=None,
+                 graph_def=None) -> Verification:
+    """Compare the ONNX `model` (a ModelProto) with TensorFlow running the model at
+    `model_path` (or `graph_def`, a GraphDef already in memory); `report`, the conversion's,
+    lets a mismatch name the first diverging node. The rest as `verify_conversion`."""
+    from tf2ir.tools.progress import PhaseLine
+    if prototypes is None and graph is not None:
+        prototypes = prototypes_of(graph)
+    options = options or VerifyOptions()
+    progress = progress or PhaseLine(False)
+    tf_graph = (_tf_graph(model_path, **(source or {})) if graph_def is None
+                else tf_graph_of(graph_def, model_path))
+    feeds = make_inputs(model, options, tf_graph)   # integers within what the graph takes
+    names = [o.name for o in model.graph.output]
+    progress.phase("running TensorFlow")
+    expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
+    progress.phase("running onnxruntime")
+    actual = _run_onnx(model, feeds, names, prototypes)
+    progress.close()
+    rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
+    result = Verification(rows, feeds, options.rtol, options.atol, options.seed)
+    if not result.passed and report is not None:
+        result.first_divergence = first_divergence(model, tf_graph, feeds, report, options,
+                                                   graph, progress)
+        progress.close()
+    return result
 
 
 def compare(name: str, actual, expected, rtol: float, atol: float) -> Comparison:
