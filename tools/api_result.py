@@ -200,7 +200,7 @@ class _Notes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        self.messages.append(message)
+        self.messages.append(message[len("note: "):] if message.startswith("note: ") else message)
         if self.echo:
             print(f"tf2ir: {message}", file=sys.stderr)
 

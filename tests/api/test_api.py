@@ -284,3 +284,33 @@ def test_past_the_protobuf_limit_the_weights_stay_aside_and_save_writes_external
     (actual,) = session.run(None, {session.get_inputs()[0].name: feed})
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-4)
     assert onnx.load(str(path)).graph.initializer   # the external tensors are named there
+
+
+def test_lowering_warnings_are_in_the_report_and_printed_unless_quiet(tf, tmp_path, caplog):
+    """A PlaceholderWithDefault whose default is computed: the model has no input for it,
+    a warning the user must see, kept in the report. Where the application configured
+    logging (pytest has) it goes to its handlers, unless quiet; where nothing is configured
+    it is printed as `tf2ir: note: ...` (logging's last resort would have, before)."""
+    import logging
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        p = tf.compat.v1.placeholder_with_default(x * 2.0, [2], name="p")
+        tf.identity(p + 1.0, name="out")
+    path = tmp_path / "default.pb"
+    path.write_bytes(graph.as_graph_def().SerializeToString())
+    why = "PlaceholderWithDefault p: default is computed"
+    with caplog.at_level(logging.WARNING, logger="tf2ir"):
+        loud = tf2ir.convert(path)
+    assert [w for w in loud.report.warnings if w.startswith(why)]
+    assert why in caplog.text and why in str(loud.report)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tf2ir"):
+        quiet = tf2ir.convert(path, quiet=True)
+    assert quiet.report.warnings == loud.report.warnings and why not in caplog.text
+    code = f"import tf2ir; tf2ir.convert({str(path)!r}{{}})"
+    for quiet_arg, shown in (("", True), (", quiet=True", False)):
+        done = subprocess.run([sys.executable, "-c", code.format(quiet_arg)], cwd=ROOT,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert (f"tf2ir: note: {why}" in done.stderr) is shown, done.stderr
