@@ -95,15 +95,14 @@ def _fold_layout_chain(g: OnnxGraph, dq: OnnxNode) -> int:
         chain.append(user)
         user = g.only_user(user.output[0])
     # the longest prefix of the chain whose scale still runs along one axis
-    while chain:
-        along = _along(*arrays[1:])
-        if along is not None:
-            break
+    along = _along(*arrays[1:]) if chain else None
+    while chain and along is None:
         chain.pop()
         arrays = [q, _full(q, scale, axis), _full(q, zero, axis)]
         for node in chain:
             arrays = [np.ascontiguousarray(_reshaped(g, node, a)) for a in arrays]
-    if not chain:
+        along = _along(*arrays[1:]) if chain else None
+    if along is None:
         return 0
     new_axis, new_scale, new_zero = along
     out = chain[-1].output[0]
@@ -131,10 +130,11 @@ def _fold_followers(g: OnnxGraph, node: OnnxNode) -> int:
     while True:
         dq = _weight_dq(g, node)
         found = _follower(g, node) if dq is not None else None
-        if dq is None or found is None:
+        constants = _constants(g, dq) if dq is not None else None
+        if dq is None or found is None or constants is None:
             return count
         m, c = found
-        q, scale, zero = _constants(g, dq)
+        q, scale, zero = constants
         bias_name = node.input[2] if len(node.input) > 2 else ""
         bias = g.const(bias_name) if bias_name else None
         if bias_name and bias is None or c.dtype != scale.dtype:
