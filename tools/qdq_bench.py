@@ -227,10 +227,12 @@ def _calibrate_tfmot(qat, x: np.ndarray) -> None:
     second pass sees the first's ranges), the input quantizer's from `x`."""
     import tf_keras as keras
     for layer in qat.layers:
+        if type(layer).__name__ != "QuantizeLayer":
+            continue
         for w in layer.weights:
-            if "quantize_layer_min" in w.name:
+            if w.name.endswith("_min:0"):
                 w.assign(min(float(x.min()), 0.0))
-            elif "quantize_layer_max" in w.name:
+            elif w.name.endswith("_max:0"):
                 w.assign(float(x.max()))
     probe = keras.Model(qat.inputs, [layer.output for layer in qat.layers])
     for _ in range(2):

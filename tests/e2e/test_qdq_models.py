@@ -96,3 +96,19 @@ def test_tfmot_quantize_model(tmp_path):
     got, = outputs(path, [x])
     step = qdq_bench.output_step(qat_pb)
     assert np.abs(got - qdq_bench.tf_output(qat_pb, x)).max() <= 2 * step * (1 + 1e-4)
+
+
+def test_without_the_qdq_pass_onnxruntime_runs_float_convs(tmp_path):
+    """The pass `qdq` is what lets onnxruntime fuse: without it the filters' transposes and
+    the bias Adds sit between DequantizeLinear and Conv, and no QLinearConv is made."""
+    pb = freeze("qat_cnn", str(tmp_path))
+    ran = {}
+    for switch in ("on:qdq", "off:qdq"):
+        path = str(tmp_path / f"{switch[:-4]}.onnx")
+        convert(pb, path, "--quantized", "qdq", "--passes", switch)
+        options = ort.SessionOptions()
+        options.optimized_model_filepath = str(tmp_path / f"{switch[:-4]}_optimized.onnx")
+        ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        ran[switch] = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert ran["on:qdq"].count("QLinearConv") == 4 and "Conv" not in ran["on:qdq"]
+    assert "QLinearConv" not in ran["off:qdq"] and ran["off:qdq"].count("Conv") == 4
