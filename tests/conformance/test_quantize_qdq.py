@@ -117,7 +117,7 @@ def test_fake_quant_ties_differ_by_one_step(tmp_path):
 def qdq_step(low, high, signed, narrow):
     """TF's step for 8 bits: the scale from the side of the range that fits."""
     q_min, q_max = (-128 + int(narrow), 127) if signed else (0, 255)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         from_min = np.where(q_min * low > 0, q_min / low, np.inf)
         from_max = np.where(q_max * high > 0, q_max / high, np.inf)
     return np.float32(1 / np.minimum(from_min, from_max))
