@@ -78,3 +78,36 @@ def parse_renames(text: Optional[str], option: str) -> Dict[str, str]:
                                   exit_code=ExitStatus.USAGE)
         renames[old.strip()] = new.strip()
     return renames
+
+
+METADATA_KEY = "tf2ir.export"
+
+
+def record(model, export: ExportOptions):
+    """Write the options that change the model's interface or numbers into the ONNX model's
+    metadata (`tf2ir.export`, JSON of the fields that differ from the default), so that
+    `tf2ir verify --onnx` feeds and compares it as it was converted. Returns `model`."""
+    import json
+    from dataclasses import asdict
+    changed = {k: v for k, v in asdict(export).items()
+               if v != getattr(ExportOptions(), k) and k != "opset"}
+    if changed:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = METADATA_KEY, json.dumps(changed, sort_keys=True)
+    return model
+
+
+def recorded(model) -> ExportOptions:
+    """The ExportOptions `record` wrote into `model` (defaults where it wrote none; an
+    entry that does not parse as such counts as none)."""
+    import json
+    for entry in model.metadata_props:
+        if entry.key == METADATA_KEY:
+            try:
+                fields = json.loads(entry.value)
+                return ExportOptions(**{k: tuple(v) if isinstance(v, list) else v
+                                        for k, v in fields.items()
+                                        if k in ExportOptions.__dataclass_fields__}).check()
+            except (ValueError, TypeError, ConversionError):
+                break
+    return ExportOptions()

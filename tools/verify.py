@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tu
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.ir.export import recorded
 from tf2ir.ir.prototype import prototypes_of
 from tf2ir.tools.options import (
     EPILOG, MODEL_HELP, add_common, add_fallback_option, add_model_source, add_shape_options,
@@ -191,14 +192,16 @@ def verify_model(model_path: str, model, report=None, options: Optional[VerifyOp
                 else tf_graph_of(graph_def, model_path))
     feeds = make_inputs(model, options, tf_graph)   # integers within what the graph takes
     names = [o.name for o in model.graph.output]
+    tf_feeds, fetches, as_written = _as_converted(model, feeds)
     progress.phase("running TensorFlow")
-    expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
+    expected = as_written(_run_tf(tf_graph, tf_feeds, fetches))
     progress.phase("running onnxruntime")
     actual = _run_onnx(model, feeds, names, prototypes)
     progress.close()
     rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
     result = Verification(rows, feeds, options.rtol, options.atol, options.seed)
-    if not result.passed and report is not None:
+    # (the intermediate tensors of a model with a changed interface are not TF's to compare)
+    if not result.passed and report is not None and recorded(model).default:
         result.first_divergence = first_divergence(model, tf_graph, feeds, report, options,
                                                    graph, progress)
         progress.close()
@@ -270,6 +273,29 @@ def make_inputs(model, options: VerifyOptions, tf_graph=None) -> Dict[str, np.nd
 
 
 # -- running both sides ------------------------------------------------------------------
+def _as_converted(model, feeds: Dict[str, np.ndarray]):
+    """(TF's feeds, TF's fetches, a function taking TF's outputs to the ONNX model's) for a
+    model converted with renamed or channels-first inputs and outputs, or float16 ones (the
+    options compile recorded in it, ir/export.py): TF sees the original names and layouts."""
+    from tf2ir.ir.io_options import interface_map
+
+    def ranks(values) -> Dict[str, int]:
+        return {v.name: len(v.type.tensor_type.shape.dim) for v in values}
+    export = recorded(model)
+    inputs, outputs = interface_map(export, ranks(model.graph.input), ranks(model.graph.output))
+    tf_feeds = {}
+    for name, feed in feeds.items():
+        original, perm = inputs.get(name, (name, None))
+        if export.io_precision == "fp16" and feed.dtype == np.float16:
+            feed = feed.astype(np.float32)
+        tf_feeds[original] = feed if perm is None else np.transpose(feed, np.argsort(perm))
+    order = [outputs.get(o.name, (o.name, None)) for o in model.graph.output]
+
+    def as_written(arrays: List[np.ndarray]) -> List[np.ndarray]:
+        return [a if perm is None else np.transpose(a, perm) for a, (_, perm) in zip(arrays, order)]
+    return tf_feeds, [_tf_tensor_name(original) for original, _ in order], as_written
+
+
 def _tf_tensor_name(onnx_name: str) -> str:
     """ONNX names follow the converter: 'node' for port 0, 'node:N' for port N."""
     node, sep, port = onnx_name.rpartition(":")

@@ -11,7 +11,7 @@ import onnx
 from onnx import helper
 
 from tf2ir.ir.errors import ConversionError
-from tf2ir.ir.export import ExportOptions
+from tf2ir.ir.export import ExportOptions, record
 from tf2ir.ir.io_options import apply_io_options
 from tf2ir.ir.graph import Graph, Node
 from tf2ir.ir.names import fresh_name
@@ -303,8 +303,8 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
     them: tools/report.py gives one that records what each pass removed). `export`: what
     the user asks of the written model (ir/export.py); its opset is `opset`'s default."""
-    export = export if export is not None else ExportOptions()
-    opset = opset if opset is not None else export.opset
+    export = export or ExportOptions()
+    opset = export.opset if opset is None else opset
     manager = manager if manager is not None else pass_manager(passes, check_passes)
     apply_io_options(graph, export, model_name)   # the interface asked for, before the passes
     try:
@@ -356,8 +356,8 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
                               opset_imports=[helper.make_opsetid(
                                   "", opset if opset is not None else choose_opset(types))]
                               + [helper.make_opsetid(d, 1) for d in domains])
-    model.ir_version = 9
-    return model, initializers
+    model.ir_version = 9   # the export options kept: verify feeds and compares it as converted
+    return record(model, export), initializers
 
 
 def _type_custom_outputs(onnx_graph: onnx.GraphProto, graph: Graph) -> None:
