@@ -13,7 +13,7 @@ from quantization-aware graphs. One object, `ExportOptions`, travels from the co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
@@ -104,10 +104,10 @@ def recorded(model) -> ExportOptions:
     for entry in model.metadata_props:
         if entry.key == METADATA_KEY:
             try:
-                fields = json.loads(entry.value)
-                return ExportOptions(**{k: tuple(v) if isinstance(v, list) else v
-                                        for k, v in fields.items()
-                                        if k in ExportOptions.__dataclass_fields__}).check()
+                fields: Dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                          for k, v in json.loads(entry.value).items()
+                                          if k in ExportOptions.__dataclass_fields__}
+                return ExportOptions(**fields).check()
             except (ValueError, TypeError, ConversionError):
                 break
     return ExportOptions()

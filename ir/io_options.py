@@ -112,6 +112,7 @@ def _add_transpose(graph: Graph, x: Value, perm: Perm, name: str, out_name: str,
     perm_value = graph.add_const(np.array(perm, np.int64), f"{name}/perm")
     node = graph.add_node("Transpose", [x, perm_value], name=name, output_names=[out_name],
                           output_descs=[desc])
+    assert perm_value.producer is not None
     infer_node(perm_value.producer)
     infer_node(node)
     return node.outputs[0]
@@ -132,6 +133,7 @@ def _replace_everywhere(graph: Graph, old: Value, new: Value) -> None:
 
 
 def _input_as_nchw(graph: Graph, x: Value) -> None:
+    assert x.desc.shape is not None          # (checked: ranks 3 to 5 only)
     rank = len(x.desc.shape)
     old_desc = x.desc
     x.desc = _transposed(old_desc, to_channels_first(rank), first=True)
@@ -139,10 +141,12 @@ def _input_as_nchw(graph: Graph, x: Value) -> None:
         channels_last = _add_transpose(graph, x, to_channels_last(rank), f"{x.name}/to_nhwc",
                                        f"{x.name}/nhwc", old_desc.copy())
     _replace_everywhere(graph, x, channels_last)
+    assert channels_last.producer is not None
     graph.set_input(channels_last.producer, 0, x)     # (moved off it with the rest)
 
 
 def _output_as_nchw(graph: Graph, y: Value) -> None:
+    assert y.desc.shape is not None          # (checked: ranks 3 to 5 only)
     rank = len(y.desc.shape)
     name = y.name
     graph.rename_value(y, graph.unique_name(f"{name}/nhwc"))
