@@ -26,10 +26,11 @@ class FrozenModel:
 
 
 def randomize_batch_norms(model, seed: int = 0) -> None:
-    import keras
+    """Batch norms with random statistics (Keras 3 or tf-keras layers, matched by class
+    name): with weights=None a deep model's activations otherwise fade to about zero."""
     rng = np.random.RandomState(seed)
     for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
+        if type(layer).__name__ == "BatchNormalization":
             c = layer.moving_mean.shape[0]
             if layer.gamma is not None:
                 layer.gamma.assign(rng.uniform(0.5, 1.5, c).astype("float32"))

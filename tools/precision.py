@@ -24,12 +24,13 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from tf2ir.ir.export import ExportOptions
 from tf2ir.tools.bench import feed_spec
+from tf2ir.tools.models import run_frozen_graph
 
 MODEL_DIRS = ("/tmp/models", "/tmp/benchmodels")
 DEFAULT_MODELS = ("ResNet50", "EfficientNetB0", "ConvNeXtTiny", "DenseNet121", "MobileNetV2",
@@ -62,19 +63,6 @@ def make_feed(pb: str, spec: Dict) -> Dict[str, np.ndarray]:
     if dtype.startswith("float"):
         return {name: rng.uniform(0, spec.get("high", 1), shape).astype(dtype)}
     return {name: rng.randint(0, spec.get("high", 2), shape).astype(dtype)}
-
-
-def tf_reference(pb: str, feed: Dict[str, np.ndarray], outputs: Sequence[str]) -> np.ndarray:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
-    graph_def = tf.compat.v1.GraphDef()
-    with open(pb, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.import_graph_def(graph_def, name="")
-    with tf.compat.v1.Session(graph=graph) as session:
-        return np.asarray(session.run(list(outputs)[0], feed))
 
 
 def convert(pb: str, out: str, export: ExportOptions, keep=None) -> None:
@@ -119,7 +107,8 @@ def measure(name: str, out_dir: str, runs: int, keep=None) -> List[Dict]:
     pb = model_path(name)
     spec = feed_spec(pb)
     feed = make_feed(pb, spec)
-    ref = tf_reference(pb, feed, spec.get("outputs", ["Identity:0"])).astype(np.float64)
+    ref = np.asarray(run_frozen_graph(pb, feed, spec.get("outputs", ["Identity:0"])[:1])[0],
+                     np.float64)
     scale = float(np.abs(ref).max()) or 1.0
     rows = []
     for label, export in VARIANTS.items():

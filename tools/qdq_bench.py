@@ -194,7 +194,8 @@ def tfmot_models(folder: str, names: Tuple[str, ...] = ("tfmot_cnn", "tfmot_mobi
     found = {}
     for name in names:
         model = models[name]()
-        _randomize_batch_norms(model)   # (weights=None: else the activations fade to ~0)
+        from tf2ir.tools.models import randomize_batch_norms
+        randomize_batch_norms(model)   # (weights=None: else the activations fade to ~0)
         x = np.random.default_rng(1).uniform(-1, 1, (1,) + model.input_shape[1:]) \
             .astype(np.float32)
         qat = tfmot.quantization.keras.quantize_model(model)
@@ -206,20 +207,6 @@ def tfmot_models(folder: str, names: Tuple[str, ...] = ("tfmot_cnn", "tfmot_mobi
             paths.append(path)
         found[name] = (paths[0], paths[1], x)
     return found
-
-
-def _randomize_batch_norms(model, seed: int = 0) -> None:
-    """tools/models.py's statistics, for tf-keras layers."""
-    rng = np.random.RandomState(seed)
-    for layer in model.layers:
-        if type(layer).__name__ == "BatchNormalization":
-            c = layer.moving_mean.shape[0]
-            if layer.gamma is not None:
-                layer.gamma.assign(rng.uniform(0.5, 1.5, c).astype("float32"))
-            if layer.beta is not None:
-                layer.beta.assign(rng.normal(0, 0.2, c).astype("float32"))
-            layer.moving_mean.assign(rng.normal(0, 0.2, c).astype("float32"))
-            layer.moving_variance.assign(rng.uniform(0.5, 1.5, c).astype("float32"))
 
 
 def _calibrate_tfmot(qat, x: np.ndarray) -> None:
