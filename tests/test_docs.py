@@ -13,7 +13,8 @@ which holds what the examples name (built once per session, with TensorFlow):
     tests/data              the repository's (sample_cnn.pb)
 
 - ```sh blocks run as one bash script each (`set -euo pipefail`), so every command must exit
-  0, and every file a command names with `-o` must exist afterwards;
+  0 (a command shown failing is written `... || echo "exit status $?"`), and every file a
+  command names with `-o` must exist afterwards (but on such a failing line);
 - ```python blocks run as scripts in the same directory (consecutive ones one after another in
   one interpreter, each with a namespace of its own);
 - ```text blocks (output samples, file layouts, commands too long to run here) are not run;
@@ -24,6 +25,8 @@ HTML comments just before a fence (invisible on the rendered page) adjust how it
     <!-- test-replace: OLD => NEW -->  run the block with OLD replaced by NEW (a reduced
                                          argument: a long benchmark on a small graph)
     <!-- test-skip-line: TEXT -->      leave out the lines that contain TEXT
+    <!-- test-slow: REASON -->         run the block in test_slow_example (marked slow), on a
+                                         copy of the models of its own: it must stand alone
     <!-- test-skip: REASON -->         do not run the block (README's `python -m pytest`, which
                                          is this test suite; .ci/run runs it)
     <!-- file: PATH -->                write the block to PATH in the working directory instead
@@ -41,6 +44,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -74,6 +78,9 @@ class Block:
         names = {key for key, _ in self.directives}
         return (self.language in ("sh", "python") and "test-skip" not in names
                 and not names & set(RUN_ELSEWHERE))
+
+    def slow(self) -> bool:
+        return self.get("test-slow") is not None
 
     def script(self) -> str:
         code = self.code
@@ -174,7 +181,8 @@ def _env() -> Dict[str, str]:
 
 def _outputs_named(script: str) -> List[str]:
     """The paths the commands of a shell block write with -o."""
-    return [m.group(1) for line in script.splitlines() if not line.lstrip().startswith("#")
+    return [m.group(1) for line in script.splitlines()
+            if not line.lstrip().startswith("#") and "||" not in line   # || : shown failing
             for m in re.finditer(r"(?:^|\s)-o\s+([^\s;|&#]+)", line.split("  #")[0])]
 
 
@@ -200,9 +208,11 @@ def _run(group: List[Block], cwd: str) -> None:
                 f.write(block.script())
         code = "\n".join(block.script() for block in group)
         command = [sys.executable, "-c", _PYTHON_DRIVER, *paths]
+    start = time.monotonic()
     result = subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True,
                             timeout=BLOCK_TIMEOUT * len(group))
     where = ", ".join(block.where() for block in group)
+    print(f"{where}: {time.monotonic() - start:.1f} s")   # shown with -s: which examples cost
     assert result.returncode == 0, (
         f"{where} ({group[0].language}) exited {result.returncode}:\n{code}\n"
         f"--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}")
@@ -212,15 +222,24 @@ def _run(group: List[Block], cwd: str) -> None:
 
 
 def _runnable_pages() -> List[str]:
-    return [page for page in PAGES if any(b.runnable() for b in blocks(page))]
+    return [page for page in PAGES if any(b.runnable() and not b.slow() for b in blocks(page))]
+
+
+def _slow_blocks() -> List[Block]:
+    return [b for page in PAGES for b in blocks(page) if b.runnable() and b.slow()]
+
+
+def _copy_models(models: str, tmp_path) -> str:
+    cwd = str(tmp_path / "work")
+    shutil.copytree(models, cwd, symlinks=True)
+    return cwd
 
 
 @pytest.mark.parametrize("page", _runnable_pages())
 def test_page_examples_run(page, docs_models, tmp_path):
     """Each page's examples, in order, in a copy of the models (so one page's outputs never
     feed another's)."""
-    cwd = str(tmp_path / "work")
-    shutil.copytree(docs_models, cwd, symlinks=True)
+    cwd = _copy_models(docs_models, tmp_path)
     ran = 0
     group: List[Block] = []
     for block in blocks(page) + [Block(page, 0, "end", "")]:
@@ -233,9 +252,17 @@ def test_page_examples_run(page, docs_models, tmp_path):
             os.makedirs(os.path.dirname(os.path.join(cwd, target)) or cwd, exist_ok=True)
             with open(os.path.join(cwd, target), "w") as f:
                 f.write(block.code)
-        elif block.runnable():
+        elif block.runnable() and not block.slow():
             group.append(block)
     assert ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", _slow_blocks(), ids=Block.where)
+def test_slow_example(block, docs_models, tmp_path):
+    """The examples that take long (a conformance file run at another opset, a model zoo
+    entry), each alone."""
+    _run([block], _copy_models(docs_models, tmp_path))
 
 
 # --- the pages' form ------------------------------------------------------------------------
@@ -251,7 +278,7 @@ def test_every_fence_is_labelled():
 
 
 def test_directives_are_known():
-    known = {"test-replace", "test-skip-line", "test-skip", "file"} | set(RUN_ELSEWHERE)
+    known = {"test-replace", "test-skip-line", "test-skip", "test-slow", "file"} | set(RUN_ELSEWHERE)
     for page in PAGES:
         text = open(os.path.join(ROOT, page), encoding="utf-8").read()
         for name, _ in DIRECTIVE.findall(text):
