@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, TensorDesc, OpSet
-from tf2ir.ir.onnx.kernels import kernel_types
+from tf2ir.ir.onnx.kernels import ARITHMETIC_FROM_14, BEFORE_14, SMALL_INTS_FROM_14, kernel_types
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import FLOAT_TYPES, INT_TYPES, NUMBER_TYPES
 from tf2ir.opp import complexmath
@@ -47,9 +47,21 @@ def _binary(op_type, onnx_op, doc, dtypes=NUMBER_TYPES, via=None, numpy_fn=None)
     return proto
 
 
-_binary("Add", "Add", "x1 + x2 (numpy broadcasting)", numpy_fn=np.add)
-_binary("Sub", "Sub", "x1 - x2", numpy_fn=np.subtract)
-_binary("Mul", "Mul", "x1 * x2", numpy_fn=np.multiply)
+def _small_ints_in_int32_before_14(proto, onnx_op: str) -> None:
+    """`proto`'s form for opset 13, where ONNX `onnx_op` takes no 8- or 16-bit integers."""
+    assert onnx_op in ARITHMETIC_FROM_14
+    via = {t: "int32" for t in SMALL_INTS_FROM_14}
+
+    @proto.lower(opsets=BEFORE_14)
+    def lower(ctx, node):
+        emit_via(ctx, onnx_op, [ctx.input(0), ctx.input(1)], ctx.output(0),
+                 node.inputs[0].desc.dtype, via)
+
+
+_small_ints_in_int32_before_14(
+    _binary("Add", "Add", "x1 + x2 (numpy broadcasting)", numpy_fn=np.add), "Add")
+_small_ints_in_int32_before_14(_binary("Sub", "Sub", "x1 - x2", numpy_fn=np.subtract), "Sub")
+_small_ints_in_int32_before_14(_binary("Mul", "Mul", "x1 * x2", numpy_fn=np.multiply), "Mul")
 _binary("RealDiv", "Div", "x1 / x2 for floating point", FLOAT_TYPES)
 _binary("Maximum", "Max", "elementwise maximum", via=MINMAX_VIA, numpy_fn=np.maximum)
 _binary("Minimum", "Min", "elementwise minimum", via=MINMAX_VIA, numpy_fn=np.minimum)

@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from tf2ir.ir import OpSet
+from tf2ir.ir.onnx.kernels import BEFORE_14, SMALL_INTS_FROM_14
 from tf2ir.ir.tensor import FLOAT_TYPES, NUMBER_TYPES
 from tf2ir.opp.emitting import Body, lowering
 from tf2ir.opp.shapes import infer_broadcast, infer_predicate, same_as_input
@@ -22,6 +23,12 @@ def fold_with(fn):
     return fold
 
 
+def _before_14(kernels: Sequence[str]) -> Sequence[str]:
+    """`kernels` at opset 13: the bodies' arithmetic takes no 8- or 16-bit integers there, so
+    those compute in their carriers (ir/onnx/kernels.py SMALL_INTS_FROM_14)."""
+    return tuple(k for k in kernels if k not in SMALL_INTS_FROM_14)
+
+
 def declare_unary(ops: OpSet, op_type: str, doc: str, body: Body, kernels: Sequence[str],
                   dtypes=FLOAT_TYPES, predicate: bool = False, fold=None):
     """Declare in `ops` the elementwise op `op_type` of one input x: `body(o, x, dtype)` run in
@@ -29,8 +36,9 @@ def declare_unary(ops: OpSet, op_type: str, doc: str, body: Body, kernels: Seque
     numpy function `fold`."""
     proto = ops.declare(op_type, doc).input("x", dtypes).output("y")
     proto.infer(infer_predicate if predicate else same_as_input)
-    proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], dtype), kernels, (0,),
-                         keeps_dtype=not predicate))
+    for opsets, work in ((None, kernels), (BEFORE_14, _before_14(kernels))):
+        proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], dtype), work, (0,),
+                             keeps_dtype=not predicate), opsets=opsets)
     if fold is not None:
         proto.fold(fold_with(fold))
     return proto
@@ -47,8 +55,9 @@ def declare_binary(ops: OpSet, op_type: str, doc: str, body: Body, kernels: Sequ
     def infer(node):
         return infer_broadcast(node, dtype="bool" if predicate else None)
 
-    proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], xs[1], dtype), kernels,
-                         keeps_dtype=not predicate))
+    for opsets, work in ((None, kernels), (BEFORE_14, _before_14(kernels))):
+        proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], xs[1], dtype), work,
+                             keeps_dtype=not predicate), opsets=opsets)
     if fold is not None:
         proto.fold(fold_with(fold))
     return proto

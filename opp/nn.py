@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet
-from tf2ir.ir.onnx.kernels import has_kernel
+from tf2ir.ir.onnx.kernels import FLOAT64_BY_FUNCTION_BODY, WITHOUT_BODIES, has_kernel
 from tf2ir.ir.tensor import FLOAT_TYPES
 from tf2ir.opp.layouts import CHANNELS_FIRST, check_layout_declared
 from tf2ir.opp.shapes import same_as_input
@@ -118,14 +118,60 @@ SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.050700987355480493
 RELU_TYPES = FLOAT_TYPES + tuple(t for t in ("int8", "int16", "int32", "int64")
                                  if has_kernel("Relu", t) and has_kernel("Clip", t))
 
-_activation("Relu", "max(x, 0)", _unary("Relu"), dtypes=RELU_TYPES)
+relu = _activation("Relu", "max(x, 0)", _unary("Relu"), dtypes=RELU_TYPES)
+
+
+def _lower_relu_max(ctx, node):
+    """ONNX Relu takes integers from opset 14, and onnxruntime runs int64 at 18 only (its
+    function body): elsewhere, Max(x, 0) for integers."""
+    dtype = node.inputs[0].desc.dtype
+    if dtype in FLOAT_TYPES:
+        ctx.op.Relu(ctx.input(0), out=ctx.output(0))
+    else:
+        ctx.op.Max(ctx.input(0), ctx.constant(np.array(0, np.dtype(dtype))), out=ctx.output(0))
+
+
+for _opsets in WITHOUT_BODIES:
+    relu.lower(_lower_relu_max, opsets=_opsets)
+
+
 _activation("Relu6", "min(max(x, 0), 6)", _lower_relu6, dtypes=RELU_TYPES)
 _activation("Sigmoid", "1 / (1 + exp(-x))", _unary("Sigmoid"))
 _activation("Tanh", "hyperbolic tangent", _unary("Tanh"))
-_activation("Elu", "exp(x) - 1 for x < 0, else x", _unary("Elu", alpha=1.0))
+elu = _activation("Elu", "exp(x) - 1 for x < 0, else x", _unary("Elu", alpha=1.0))
 _activation("Selu", "scaled ELU with TF's constants", _lower_selu)
-_activation("Softplus", "log(1 + exp(x))", _unary("Softplus"))
-_activation("Softsign", "x / (1 + |x|)", _unary("Softsign"))
-_activation("LeakyRelu", "x for x >= 0, else alpha * x",
-            _lower_leaky_relu,
-            attrs=[("alpha", "float", 0.2)])
+softplus = _activation("Softplus", "log(1 + exp(x))", _unary("Softplus"))
+softsign = _activation("Softsign", "x / (1 + |x|)", _unary("Softsign"))
+leaky_relu = _activation("LeakyRelu", "x for x >= 0, else alpha * x",
+                         _lower_leaky_relu,
+                         attrs=[("alpha", "float", 0.2)])
+
+
+def _float64_formula_without_bodies(proto, formula):
+    """`proto`'s forms for opsets 13-17 and 19 on: in float64 its `formula(ctx, node, x, one)`
+    (ONNX's op has no float64 kernel in onnxruntime, which runs its function body at 18 only)."""
+    assert proto.op_type in FLOAT64_BY_FUNCTION_BODY
+    default = proto.lower_default
+
+    def lower(ctx, node):
+        if node.inputs[0].desc.dtype != "float64":
+            return default(ctx, node)
+        formula(ctx, node, ctx.input(0), ctx.constant(np.array(1.0, np.float64)))
+    for opsets in WITHOUT_BODIES:
+        proto.lower(lower, opsets=opsets)
+
+
+def _positive(ctx, x):
+    return ctx.op.Greater(x, ctx.constant(np.array(0.0, np.float64)))
+
+
+_float64_formula_without_bodies(elu, lambda ctx, node, x, one: ctx.op.Where(
+    _positive(ctx, x), x, ctx.op.Sub(ctx.op.Exp(x), one), out=ctx.output(0)))
+_float64_formula_without_bodies(leaky_relu, lambda ctx, node, x, one: ctx.op.Where(
+    _positive(ctx, x), x, ctx.op.Mul(x, ctx.constant(np.array(node.attrs["alpha"], np.float64))),
+    out=ctx.output(0)))
+_float64_formula_without_bodies(softplus, lambda ctx, node, x, one: ctx.op.Add(   # stable for |x| big
+    ctx.op.Relu(x), ctx.op.Log(ctx.op.Add(ctx.op.Exp(ctx.op.Neg(ctx.op.Abs(x))), one)),
+    out=ctx.output(0)))
+_float64_formula_without_bodies(softsign, lambda ctx, node, x, one: ctx.op.Div(
+    x, ctx.op.Add(ctx.op.Abs(x), one), out=ctx.output(0)))

@@ -96,6 +96,20 @@ _TABLE = {
 
 KERNELS: Dict[str, FrozenSet[str]] = {op: frozenset(types.split()) for op, types in _TABLE.items()}
 
+# ONNX's elementwise arithmetic takes 8- and 16-bit integers from opset 14 on (Add, Sub, Mul, Div
+# 14; Relu takes integers at all from 14): the lowerings' forms for opset 13 compute them in a
+# carrier (SMALL_INTS_FROM_14 dropped from their kernel lists)
+ARITHMETIC_FROM_14 = ("Add", "Sub", "Mul", "Div")
+SMALL_INTS_FROM_14 = ("int8", "int16", "uint8", "uint16")
+BEFORE_14 = (13, 13)           # the opsets of those forms
+
+# onnxruntime has no float64 kernel for these (nor an int64 one for Relu); it runs their ONNX
+# function bodies at opset 18 only (measured with onnxruntime 1.32: 13-17 and 19-28 fail with
+# NOT_IMPLEMENTED): the lowerings' forms for the other opsets write their formulas. The
+# default lowers for opset 20 (Gelu's), so it writes the formulas too, for these dtypes only.
+FLOAT64_BY_FUNCTION_BODY = ("Elu", "LeakyRelu", "Softplus", "Softsign")
+WITHOUT_BODIES = ((13, 17), (19, None))
+
 # A dtype's carriers, preferred first: each holds every value of the dtype exactly (uint64 in
 # int64 keeps the bits only, which is all that selection needs).
 CARRIERS: Dict[str, Tuple[str, ...]] = {

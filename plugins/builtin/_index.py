@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '89aa79d4b119b866ef9ba584b23b4113dcf6b6d7'
+FINGERPRINT = '0d050bc0b3590224667ddd3c7913a2f1035ad79c'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -20,17 +20,17 @@ SOURCES = {
     'builtin/segment.py': 1769, 'builtin/select.py': 496, 'builtin/setops.py': 1303,
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
-    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 7611,
+    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 8222,
     'opp/array.py': 16222, 'opp/bitwise.py': 5740, 'opp/blocks.py': 14529,
     'opp/broadcast.py': 4200, 'opp/carriers.py': 1952, 'opp/compare.py': 8518,
     'opp/complexmath.py': 5148, 'opp/concat.py': 8002, 'opp/control.py': 9869,
     'opp/conv.py': 21252, 'opp/coordinates.py': 2957, 'opp/creation.py': 6225,
-    'opp/declare.py': 2281, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
+    'opp/declare.py': 2840, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
     'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
     'opp/fusion.py': 7289, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
     'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
     'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788, 'opp/lookup.py': 6471,
-    'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 5220, 'opp/norm.py': 7491,
+    'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248, 'opp/norm.py': 7491,
     'opp/pool.py': 7417, 'opp/quantize.py': 9622, 'opp/quantize_qdq.py': 10142,
     'opp/ragged.py': 19734, 'opp/random.py': 16850, 'opp/reduce.py': 16540, 'opp/rnn.py': 6146,
     'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,

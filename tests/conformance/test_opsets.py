@@ -1,8 +1,8 @@
 """Conformance at other target opsets (issue 23): a representative subset of the suite -- the op
 families whose ONNX forms differ by opset (reductions' axes, Split/Squeeze/Unsqueeze, Pad, Clip,
 Resize, DFT, TopK, Scatter's reductions, slicing, LayerNormalization 17, Gelu 20, the bitwise
-ops of 18) -- compiled at the oldest target opset (13) and at the newest onnxruntime runs,
-through the harness's TF2IR_CONFORMANCE_OPSET; `python -m tf2ir.tools.opsets --conformance`
+ops of 18, the integer types of 14, onnxruntime's float64 activations) -- compiled at the
+oldest target opset (13) and at the newest onnxruntime runs, through the harness's TF2IR_CONFORMANCE_OPSET; `python -m tf2ir.tools.opsets --conformance`
 runs the whole suite at every opset."""
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ CASES = [
     "test_slicing.py::test_strided_slice_masks[ellipsis_shrink]",
     "test_slicing.py::test_strided_slice_masks[negative_stride]",
     "test_indexing.py::test_one_hot[1-values0]",
+    # the types of 14 (8- and 16-bit integer arithmetic, integer Relu) and onnxruntime's float64
+    # activations through function bodies (18): the lowerings' forms before
+    "test_arithmetic.py::test_small_integers_compute_wider[int8]",
+    "test_arithmetic.py::test_division[FloorDiv-int8]",
+    "test_nn.py::test_activation_integers[Relu-int64]",
+    "test_nn.py::test_activation[float64-Softplus]",
     # fused LayerNormalization (17) and Gelu (20), and an op of 18 only (skipped before)
     "test_opsets.py::test_keras_layer_normalization",
     "test_opsets.py::test_gelu[False]",
