@@ -1,9 +1,11 @@
 """Every target opset, proven on real models: `python -m tf2ir.tools.opsets [MODELS] [--opsets
 13-28]` converts each model at each opset (onnx.checker's full check on the written file), runs
-it in onnxruntime where that runtime loads the opset (ir/onnx/forms.py newest_runnable_opset),
+it in onnxruntime where that runtime loads the opset (ir/onnx/kernels.py _runtime_loads),
 compares with TensorFlow on one seeded input and prints a table: model x opset -> the largest
 absolute error (ok), DIFF and the error (beyond verify's tolerances), "written" (converted and
-checked, onnxruntime cannot load that opset) or the conversion's one error line.
+checked, onnxruntime cannot load that opset) or the conversion's one error line. Past
+newest_runnable_opset onnxruntime loads the opset but lacks some op's kernel (the first line
+names them): a model without those ops still runs and is compared.
 
 `--conformance` runs the conformance suite (tests/conformance) once per opset instead, through
 the harness's TF2IR_CONFORMANCE_OPSET, and counts passed / failed / skipped per opset.
@@ -123,7 +125,7 @@ def convert_at(pb: str, opset: int, out_path: str):
     return onnx.load(out_path)
 
 
-def run_model(name: str, pb: str, opsets: Sequence[int], runnable: int, rtol: float,
+def run_model(name: str, pb: str, opsets: Sequence[int], loads: Sequence[int], rtol: float,
               atol: float, out: TextIO) -> ModelRun:
     """`name` converted at each of `opsets`, run where onnxruntime can and compared with TF."""
     from tf2ir.ir.errors import ConversionError
@@ -148,7 +150,7 @@ def run_model(name: str, pb: str, opsets: Sequence[int], runnable: int, rtol: fl
                 feeds = make_feeds(model, spec)
                 tf_graph = _tf_graph(pb)
                 expected = _run_tf(tf_graph, feeds, [_tf_tensor_name(n) for n in names])
-            if opset > runnable:
+            if opset not in loads:
                 cell = Cell("written")
             else:
                 try:
@@ -240,9 +242,13 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
     bad = [o for o in args.opsets if not OLDEST_OPSET <= o <= newest]
     if bad:
         parser.error(f"opset {bad[0]} is not one tf2ir writes: choose {OLDEST_OPSET} to {newest}")
+    from tf2ir.ir.onnx.kernels import _kernel_gaps, _runtime_loads
     runnable = newest_runnable_opset()
-    print(f"opsets {args.opsets[0]}..{args.opsets[-1]}; onnxruntime runs up to {runnable}",
-          file=out, flush=True)
+    loads = [o for o in args.opsets if _runtime_loads(o)]
+    gaps = sorted({g for o in args.opsets if o > runnable and o in loads for g in _kernel_gaps(o)})
+    print(f"opsets {', '.join(map(str, args.opsets))}; onnxruntime loads "
+          f"{', '.join(map(str, loads)) or 'none of them'} and has a kernel for every op up to "
+          f"{runnable}" + (f" (not {', '.join(gaps)})" if gaps else ""), file=out, flush=True)
     if args.conformance:
         return run_conformance(args.opsets, args.pytest, out)
     runs = []
@@ -250,7 +256,7 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout) -> int:
         label = os.path.splitext(os.path.basename(name))[0]
         try:
             pb = model_path(name, [args.model_dir, args.bench_dir])
-            runs.append(run_model(label, pb, args.opsets, runnable, args.rtol, args.atol, out))
+            runs.append(run_model(label, pb, args.opsets, loads, args.rtol, args.atol, out))
         except Exception as exc:          # a model that cannot be built or run in TF
             run = ModelRun(label, error=str(exc).splitlines()[0] if str(exc) else repr(exc))
             print(f"  {label}: {run.error}", file=out, flush=True)

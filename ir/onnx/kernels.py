@@ -185,8 +185,34 @@ def _runtime_loads(opset: int) -> bool:
     return True
 
 
+# ops whose kernels onnxruntime lists for every version but does not find for a newer one:
+# each is probed with a one-node session (onnxruntime 1.32: the random ops' version 22)
+PROBED = ("RandomUniformLike", "RandomNormalLike", "RandomUniform", "RandomNormal")
+
+
+def _probe_fails(op_type: str, opset: int) -> bool:
+    """Whether onnxruntime refuses a float32 one-node model of `op_type` at `opset`."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+    like = op_type.endswith("Like")
+    info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    node = helper.make_node(op_type, ["x"] if like else [], ["y"], **({} if like else {"shape": [2]}))
+    graph = helper.make_graph([node], "probe", [info] if like else [],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    ids = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=ids,
+                              ir_version=helper.find_min_ir_version_for(ids))
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:            # NOT_IMPLEMENTED: no kernel for that version
+        return True
+    return False
+
+
 def _kernel_gaps(opset: int) -> List[str]:
-    """Ops onnxruntime has CPU kernels for, but not for their version at `opset`."""
+    """Ops onnxruntime has CPU kernels for, but not for their version at `opset` (its kernel
+    listing, and the PROBED ops tried)."""
     try:
         from onnxruntime.capi import _pybind_state as ort_c
         kernels = ort_c.get_all_opkernel_def()
@@ -202,7 +228,8 @@ def _kernel_gaps(opset: int) -> List[str]:
         if schema is not None and not schema.deprecated and not any(
                 lo <= schema.since_version <= hi for lo, hi in spans):
             gaps.append(f"{op_type}-{schema.since_version}")
-    return gaps
+    return gaps + [f"{op}-{_schema_at(op, opset).since_version}" for op in PROBED
+                   if _schema_at(op, opset) is not None and _probe_fails(op, opset)]
 
 
 def _schema_at(op_type: str, opset: int) -> Any:
