@@ -2,7 +2,7 @@
 on the lowered ONNX graph) and the ONNX passes that compute constants (affine, scale): a
 constant computed from constants may be as large as FOLD_LIMIT_BYTES or as its inputs together,
 no larger, so that folding never blows up the model file (Fill, Tile, Expand, big broadcasts)
-and the bound is known before anything is computed (README "Limits")."""
+and the bound is known before anything is computed (docs/reliability.md "Limits")."""
 
 from __future__ import annotations
 

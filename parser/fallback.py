@@ -174,8 +174,8 @@ def _refuse_untrusted(tf_graph: TfGraph, nodes: List[FallbackNode]) -> None:
     raise ConversionError(
         f"--fallback tf cannot give TensorFlow {len(found)} op type"
         f"{'s' * (len(found) > 1)}: {', '.join(parts)}; a fallback segment may run only op "
-        "types that compute (README: Running models you did not make)", model=tf_graph.model,
-        exit_code=ExitStatus.UNSUPPORTED)
+        "types that compute (docs/reliability.md: Running models you did not make)",
+        model=tf_graph.model, exit_code=ExitStatus.UNSUPPORTED)
 
 
 def _fallback_node(tf_graph: TfGraph, segment: Segment) -> FallbackNode:

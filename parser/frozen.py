@@ -145,8 +145,9 @@ def freeze_keras_file(path: str) -> Frozen:
             raise ConversionError(
                 "the Keras file holds Python code or a path to load (a Lambda layer's "
                 "marshalled bytecode, a TFSMLayer, a vocabulary file), which Keras' "
-                "safe_mode refuses; tf2ir loads Keras files with safe_mode on (README: Running "
-                f"models you did not make): {_keras_refusal(exc)}", model=path,
+                "safe_mode refuses; tf2ir loads Keras files with safe_mode on "
+                "(docs/reliability.md: Running models you did not make): "
+                f"{_keras_refusal(exc)}", model=path,
                 exit_code=ExitStatus.UNSUPPORTED) from None
         raise ConversionError(f"not a loadable Keras model file: {first_line(exc)}",
                               model=path) from None

@@ -274,5 +274,6 @@ def _refuse(found: List[trust.Refusal], path: str, why: str) -> None:
     first, more = found[0], len(dict.fromkeys(found)) - 1
     raise ConversionError(
         f"{first.reason}; {why}" + (f" ({more} more node{'s' * (more > 1)} refused)" if more
-                                    else "") + " (README: Running models you did not make)",
+                                    else "")
+        + " (docs/reliability.md: Running models you did not make)",
         model=path, node=first.where, op_type=first.op_type, exit_code=ExitStatus.UNSUPPORTED)

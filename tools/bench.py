@@ -22,7 +22,7 @@ onnx-simplifier (the yardstick) says how many nodes it would still remove from t
 Latency: the median of --runs runs after warm-up, the ONNX models' runs interleaved, with
 intra_op_num_threads=1 and with all threads; the tf2ir/tf2onnx and tf2ir/TF ratios per model
 and their geometric means. TensorFlow and the peers run in child processes only.
---markdown FILE writes the tables in the README's form. The latency is measured by
+--markdown FILE writes the tables in docs/benchmarks.md's form. The latency is measured by
 tools/bench_latency.py, the --generate graphs are tools/bench_generate.py's.
 """
 
@@ -229,7 +229,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="run no peer (tf2onnx, OpenVINO, onnx-simplifier) even if installed")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     parser.add_argument("--markdown", metavar="FILE",
-                        help="also write the tables as markdown (README's benchmark section)")
+                        help="also write the tables as markdown (docs/benchmarks.md)")
     parser.add_argument("--runs", type=int, default=20,
                         help="latency: timed runs per model after warm-up (default: %(default)s)")
     parser.add_argument("--no-latency", action="store_true",

@@ -1,6 +1,6 @@
 """The benchmark's tables: conversion (time, peak memory, the peers' beside, what
 onnx-simplifier still removes) and latency (tf2ir against tf2onnx, TensorFlow and
-OpenVINO, with geometric means), rendered as text or as the README's markdown."""
+OpenVINO, with geometric means), rendered as text or as docs/benchmarks.md's markdown."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def render_markdown(table: Table) -> str:
 
 
 def write_markdown(rows: list, path: str) -> None:
-    """The conversion and latency tables as markdown (what README's benchmark section
+    """The conversion and latency tables as markdown (what docs/benchmarks.md
     shows), with the versions measured."""
     parts = [f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores: "
              f"{versions()}.", "", render_markdown(conversion_table(rows))]

@@ -330,7 +330,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
-    if "_ARGCOMPLETE" in os.environ:   # the shell asks for completions (README: completion)
+    if "_ARGCOMPLETE" in os.environ:   # the shell asks for completions (docs/command-line.md)
         import argcomplete
         argcomplete.autocomplete(parser)
     try:

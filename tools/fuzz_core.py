@@ -218,7 +218,7 @@ def check_model_file(path: str) -> None:
         raise InvalidModel("compile returned but wrote no model")
     try:
         model = onnx.load(path)
-        # The writer's own policy (ir/onnx/writer.py, documented in README): an output of
+        # The writer's own policy (ir/onnx/writer.py, documented in docs/reliability.md): an output of
         # unknown rank has no shape, which the checker wants and onnxruntime does not;
         # such outputs are left out of the check, everything else is checked in full.
         shapeless = [i for i, v in enumerate(model.graph.output)

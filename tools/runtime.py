@@ -79,8 +79,8 @@ def tensorflow_segment(node):
     refused = trust.refusals(parsed)
     if refused:
         raise refuse(f"the GraphDef holds {trust.refusal_text(refused)}; a fallback segment "
-                     "may run only op types that compute (README: Running models you did "
-                     "not make)")
+                     "may run only op types that compute (docs/reliability.md: Running "
+                     "models you did not make)")
     placeholders = {n.name for n in parsed.node if n.op in ("Placeholder", "PlaceholderV2")}
     if len(feeds) != len(node.input) or len(fetches) != len(node.output):
         raise refuse(f"the node has {len(node.input)} inputs and {len(node.output)} outputs, "

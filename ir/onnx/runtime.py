@@ -20,7 +20,7 @@ nodes get a Python body: by default the prototype
 registry's kernels (filled by the plugin manager); `tf2ir.InferenceSession` adds the TF
 fallback segments.
 
-What a model may make this session run (README: "Running models you did not make"):
+What a model may make this session run (docs/reliability.md: "Running models you did not make"):
 - Python bodies only from the table `kernel_for` fills, bound by this session. A model that
   names a dispatch op itself (`ai.onnx.contrib:tf2ir_py_*`, whose `kernel` attribute picks a
   body by key) is refused when the session is built; a key with no body is a recorded

@@ -55,7 +55,7 @@ class _Sinker:
             found = const_operand(self.g, node, v)
             if found is None or found[1].ndim > scale.rank or found[1].dtype != scale.s.dtype \
                     or (op in ("Add", "Sub") and not broadcast_fits((found[1], scale.full()))):
-                return None   # an Add's constant is divided by the scale: bounded (README)
+                return None   # an Add's constant is divided by the scale (bounded: docs, Limits)
             return None if op == "Div" and found[0] == 0 else scale   # c / (s*x): no scale
         if op in ("Relu", "LeakyRelu"):
             return scale

@@ -128,7 +128,7 @@ def fold_shift(g: OnnxGraph, facts: ChannelFacts, add: OnnxNode) -> bool:
         w = g.const(readers[0].input[1]) if len(readers[0].input) > 1 else None
         if size is None or shift.s.size not in (1, size) \
                 or not broadcast_fits((t,), w, size=size):
-            continue   # a bias the size of `w`'s channels at most (README "Limits")
+            continue   # a bias the size of `w`'s channels at most (docs/reliability.md "Limits")
         vector = np.broadcast_to(shift.s, (size,)).astype(t.dtype)
         biases = [shift_absorbed(g, r, y, vector, rank) for r in readers]
         if any(b is None for b in biases):
