@@ -135,13 +135,15 @@ def _np_floor_mod(x, y):
 
 declare_binary(OPS, "Div", "x1 / x2: true division for floats, truncating for integers (TF Div)",
                lambda o, x, y, dtype: o.Div(x, y, out=o.out), NO_BF16,
-               fold=_checked(lambda x, y: _np_trunc_div(x, y) if _is_integer(x) else np.true_divide(x, y)))
+               fold=_checked(lambda x, y: _np_trunc_div(x, y) if _is_integer(x) else np.true_divide(x, y)),
+               arithmetic=True)
 declare_binary(OPS, "TruncateDiv", "x1 / x2 rounded toward zero",
                lambda o, x, y, dtype: o.Div(x, y, out=o.out) if dtype in INT_TYPES
-               else _trunc(o, o.Div(x, y), o.out), NO_BF16, fold=_checked(_np_trunc_div))
-declare_binary(OPS, "FloorDiv", "floor(x1 / x2)", _floor_div, NO_BF16, fold=_checked(_np_floor_div))
+               else _trunc(o, o.Div(x, y), o.out), NO_BF16, fold=_checked(_np_trunc_div), arithmetic=True)
+declare_binary(OPS, "FloorDiv", "floor(x1 / x2)", _floor_div, NO_BF16, fold=_checked(_np_floor_div),
+               arithmetic=True)
 declare_binary(OPS, "FloorMod", "x1 - floor(x1 / x2) * x2: the remainder with the sign of x2", _floor_mod,
-               NO_BF16, fold=_checked(_np_floor_mod))
+               NO_BF16, fold=_checked(_np_floor_mod), arithmetic=True)
 declare_binary(OPS, "TruncateMod", "C fmod: the remainder with the sign of x1 (TF Mod and TruncateMod)",
                lambda o, x, y, dtype: o.Mod(x, y, fmod=1, out=o.out), NO_BF16, fold=_checked(np.fmod))
 

@@ -24,8 +24,8 @@ def fold_with(fn):
 
 
 def _before_14(kernels: Sequence[str]) -> Sequence[str]:
-    """`kernels` at opset 13: the bodies' arithmetic takes no 8- or 16-bit integers there, so
-    those compute in their carriers (ir/onnx/kernels.py SMALL_INTS_FROM_14)."""
+    """`kernels` at opset 13: ONNX's arithmetic takes no 8- or 16-bit integers there, so those
+    compute in their carriers (ir/onnx/kernels.py SMALL_INTS_FROM_14)."""
     return tuple(k for k in kernels if k not in SMALL_INTS_FROM_14)
 
 
@@ -36,26 +36,28 @@ def declare_unary(ops: OpSet, op_type: str, doc: str, body: Body, kernels: Seque
     numpy function `fold`."""
     proto = ops.declare(op_type, doc).input("x", dtypes).output("y")
     proto.infer(infer_predicate if predicate else same_as_input)
-    for opsets, work in ((None, kernels), (BEFORE_14, _before_14(kernels))):
-        proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], dtype), work, (0,),
-                             keeps_dtype=not predicate), opsets=opsets)
+    proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], dtype), kernels, (0,),
+                         keeps_dtype=not predicate))
     if fold is not None:
         proto.fold(fold_with(fold))
     return proto
 
 
 def declare_binary(ops: OpSet, op_type: str, doc: str, body: Body, kernels: Sequence[str],
-                   dtypes=NUMBER_TYPES, predicate: bool = False, fold=None):
+                   dtypes=NUMBER_TYPES, predicate: bool = False, fold=None,
+                   arithmetic: bool = False):
     """Declare in `ops` the elementwise op `op_type` of x1 and x2 (numpy broadcasting):
     `body(o, x1, x2, dtype)` run in a dtype of `kernels`, output bool when it is a `predicate`,
-    folded by the numpy function `fold`."""
+    folded by the numpy function `fold`. An `arithmetic` body (Add/Sub/Mul/Div, whatever the
+    width of its dtype) has a form for opset 13 that runs 8- and 16-bit integers in a carrier."""
     proto = ops.declare(op_type, doc).input("x1", dtypes).input("x2", dtypes).output("y")
 
     @proto.infer
     def infer(node):
         return infer_broadcast(node, dtype="bool" if predicate else None)
 
-    for opsets, work in ((None, kernels), (BEFORE_14, _before_14(kernels))):
+    forms = [(None, kernels)] + ([(BEFORE_14, _before_14(kernels))] if arithmetic else [])
+    for opsets, work in forms:
         proto.lower(lowering(lambda o, xs, dtype: body(o, xs[0], xs[1], dtype), work,
                              keeps_dtype=not predicate), opsets=opsets)
     if fold is not None:

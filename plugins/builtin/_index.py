@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '0d050bc0b3590224667ddd3c7913a2f1035ad79c'
+FINGERPRINT = 'cb6151326d36c061d66b84327d696e4479f5c10d'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -20,12 +20,12 @@ SOURCES = {
     'builtin/segment.py': 1769, 'builtin/select.py': 496, 'builtin/setops.py': 1303,
     'builtin/slicing.py': 579, 'builtin/sparse.py': 1409, 'builtin/special.py': 616,
     'builtin/spectral.py': 1450, 'builtin/strings.py': 1469, 'builtin/suppression.py': 430,
-    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 8222,
+    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 8320,
     'opp/array.py': 16222, 'opp/bitwise.py': 5740, 'opp/blocks.py': 14529,
     'opp/broadcast.py': 4200, 'opp/carriers.py': 1952, 'opp/compare.py': 8518,
     'opp/complexmath.py': 5148, 'opp/concat.py': 8002, 'opp/control.py': 9869,
     'opp/conv.py': 21252, 'opp/coordinates.py': 2957, 'opp/creation.py': 6225,
-    'opp/declare.py': 2840, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
+    'opp/declare.py': 2975, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
     'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
     'opp/fusion.py': 7289, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
     'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
