@@ -197,7 +197,8 @@ def _probe_fails(op_type: str, opset: int) -> bool:
     from onnx import helper
     like = op_type.endswith("Like")
     info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
-    node = helper.make_node(op_type, ["x"] if like else [], ["y"], **({} if like else {"shape": [2]}))
+    attrs: Dict[str, Any] = {} if like else {"shape": [2]}
+    node = helper.make_node(op_type, ["x"] if like else [], ["y"], **attrs)
     graph = helper.make_graph([node], "probe", [info] if like else [],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
     ids = [helper.make_opsetid("", opset)]

@@ -53,7 +53,8 @@ def to_target(nodes: List[onnx.NodeProto], target: int, initializers: Dict[str, 
             forms = expand(node.op_type, node.domain, list(node.input), list(node.output),
                            attrs, target, initializers.get, fresh_const, fresh)
         except ConversionError as exc:
-            where = (locate(node.name) if locate is not None and node.name else {}) or {
+            where: Dict[str, Optional[str]] = dict(
+                locate(node.name) if locate is not None and node.name else {}) or {
                 "node": node.name or None, "op_type": node.op_type}
             exc.node, exc.op_type = where.get("node"), where.get("op_type")
             raise exc.located(plugin=where.get("plugin")) from None
