@@ -168,6 +168,14 @@ def newest_runnable_opset() -> int:
     return OPSET
 
 
+def newest_loadable_opset() -> int:
+    """The newest default-domain opset the installed onnx defines that the installed
+    onnxruntime loads (it may lack kernels for some op versions there: newest_runnable_opset)."""
+    from onnx import defs
+    return next((o for o in range(defs.onnx_opset_version(), OPSET, -1) if _runtime_loads(o)),
+                OPSET)
+
+
 def _runtime_loads(opset: int) -> bool:
     import onnx
     import onnxruntime as ort

@@ -2,8 +2,9 @@
 families whose ONNX forms differ by opset (reductions' axes, Split/Squeeze/Unsqueeze, Pad, Clip,
 Resize, DFT, TopK, Scatter's reductions, slicing, LayerNormalization 17, Gelu 20, the bitwise
 ops of 18, the integer types of 14, onnxruntime's float64 activations) -- compiled at the
-oldest target opset (13) and at the newest onnxruntime runs, through the harness's TF2IR_CONFORMANCE_OPSET; `python -m tf2ir.tools.opsets --conformance`
-runs the whole suite at every opset."""
+oldest target opset (13), at the newest onnxruntime has every kernel for and at the newest it
+loads, through the harness's TF2IR_CONFORMANCE_OPSET; `python -m tf2ir.tools.opsets
+--conformance` runs the whole suite at every opset."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from tests.conformance.harness import (
     OPSET_ENV, check_op, convert_function, converted_op_types, rand, spec)
 from tf2ir.ir.onnx.forms import OLDEST_OPSET, newest_runnable_opset
+from tf2ir.ir.onnx.kernels import newest_loadable_opset
 
 tf = pytest.importorskip("tensorflow")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -88,7 +90,9 @@ SKIPPED_AT = {13: {
     "ONNX ScatterND needs opset 16 or newer; asked for opset 13 (attribute reduction='add' is newer)": 2,
     "ONNX ScatterND needs opset 18 or newer; asked for opset 13 (reduction 'max' is newer)": 2,
     "ONNX BitwiseAnd needs opset 18 or newer; asked for opset 13": 1}}
-TARGETS = sorted({OLDEST_OPSET, newest_runnable_opset()})
+# the oldest, the newest with every kernel, and the newest onnxruntime loads (the subset holds
+# no op it lacks kernels for there: the random ops)
+TARGETS = sorted({OLDEST_OPSET, newest_runnable_opset(), newest_loadable_opset()})
 
 
 # -- cases of their own (run here at the default opset, and by the subset at the others) -------------
