@@ -172,8 +172,7 @@ def build(name: str, mode: str, seed: int = 0):
 def tfmot_models(folder: str, names: Tuple[str, ...] = ("tfmot_cnn", "tfmot_mobilenetv2"),
                  ) -> Dict[str, Tuple[str, str, np.ndarray]]:
     """name -> (qat .pb, float .pb, sample input) for tfmot's quantize_model of a small Keras
-    CNN and of keras.applications CNNs (weights=None: MobileNetV2 by default, ResNet50 and
-    DenseNet121 on request), activation ranges set from a sample; {} where
+    CNN and of MobileNetV2 (weights=None), activation ranges set from a sample; {} where
     tensorflow-model-optimization (with tf-keras) does not import."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     try:
@@ -190,14 +189,8 @@ def tfmot_models(folder: str, names: Tuple[str, ...] = ("tfmot_cnn", "tfmot_mobi
         layers.DepthwiseConv2D(3, padding="same", activation="relu"),
         layers.Conv2D(64, 1, activation="relu"), layers.GlobalAveragePooling2D(),
         layers.Dense(10)])
-    apps = keras.applications
-    models = {"tfmot_cnn": lambda: small,
-              "tfmot_mobilenetv2": lambda: apps.MobileNetV2(
-                  weights=None, input_shape=(224, 224, 3), classifier_activation=None),
-              "tfmot_resnet50": lambda: apps.ResNet50(
-                  weights=None, input_shape=(224, 224, 3), classifier_activation=None),
-              "tfmot_densenet121": lambda: apps.DenseNet121(
-                  weights=None, input_shape=(224, 224, 3), classifier_activation=None)}
+    models = {"tfmot_cnn": lambda: small, "tfmot_mobilenetv2": lambda: keras.applications
+              .MobileNetV2(weights=None, input_shape=(224, 224, 3), classifier_activation=None)}
     found = {}
     for name in names:
         model = models[name]()
@@ -388,9 +381,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also tensorflow-model-optimization's quantize_model models")
     parser.add_argument("--tfmot-only", action="store_true",
                         help="only tensorflow-model-optimization's models")
-    parser.add_argument("--tfmot-models", default="tfmot_cnn,tfmot_mobilenetv2",
-                        metavar="NAME,...", help="which tfmot models (also tfmot_resnet50, "
-                                                 "tfmot_densenet121)")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--dir", help="where the models go (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -407,8 +397,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 freeze_function(fn, spec, pbs[-1])
             rows.append(measure(name, pbs[0], pbs[1], sample_input(name), folder, args.runs))
         if args.tfmot or args.tfmot_only:
-            names = tuple(n.strip() for n in args.tfmot_models.split(",") if n.strip())
-            for name, (qat_pb, float_pb, x) in tfmot_models(folder, names).items():
+            for name, (qat_pb, float_pb, x) in tfmot_models(folder).items():
                 rows.append(measure(name, qat_pb, float_pb, x, folder, args.runs))
     print(table(rows))
     return 0
