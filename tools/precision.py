@@ -40,14 +40,9 @@ VARIANTS = {"fp32": ExportOptions(), "weights fp16": ExportOptions(weights="fp16
 
 
 def model_path(name: str) -> str:
-    if os.path.exists(name):
-        return name
-    for folder in MODEL_DIRS:
-        path = os.path.join(folder, f"{name}.pb")
-        if os.path.exists(path):
-            return path
-    raise SystemExit(f"precision: no model {name!r} (a .pb path, or a name in "
-                     f"{', '.join(MODEL_DIRS)}: python -m tf2ir.tools.bench_generate makes them)")
+    """A .pb path for `name` (tools/opsets.py's rule: built by tools/bench.py when missing)."""
+    from tf2ir.tools.opsets import model_path as find
+    return find(name, MODEL_DIRS)
 
 
 def make_feed(pb: str, spec: Dict) -> Dict[str, np.ndarray]:

@@ -178,19 +178,25 @@ def newest_loadable_opset() -> int:
 
 def _runtime_loads(opset: int) -> bool:
     import onnx
-    import onnxruntime as ort
     from onnx import helper
     info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe", [info],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+    return not _session_fails(graph, opset)   # it refuses an opset newer than it knows
+
+
+def _session_fails(graph, opset: int) -> bool:
+    """Whether onnxruntime refuses to build a CPU session of `graph` at `opset`."""
+    import onnxruntime as ort
+    from onnx import helper
     ids = [helper.make_opsetid("", opset)]
     model = helper.make_model(graph, opset_imports=ids,
                               ir_version=helper.find_min_ir_version_for(ids))
     try:
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    except Exception:            # onnxruntime refuses an opset newer than it knows
-        return False
-    return True
+    except Exception:
+        return True
+    return False
 
 
 # ops whose kernels onnxruntime lists for every version but does not find for a newer one:
@@ -201,7 +207,6 @@ PROBED = ("RandomUniformLike", "RandomNormalLike", "RandomUniform", "RandomNorma
 def _probe_fails(op_type: str, opset: int) -> bool:
     """Whether onnxruntime refuses a float32 one-node model of `op_type` at `opset`."""
     import onnx
-    import onnxruntime as ort
     from onnx import helper
     like = op_type.endswith("Like")
     info = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
@@ -209,14 +214,7 @@ def _probe_fails(op_type: str, opset: int) -> bool:
     node = helper.make_node(op_type, ["x"] if like else [], ["y"], **attrs)
     graph = helper.make_graph([node], "probe", [info] if like else [],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
-    ids = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=ids,
-                              ir_version=helper.find_min_ir_version_for(ids))
-    try:
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    except Exception:            # NOT_IMPLEMENTED: no kernel for that version
-        return True
-    return False
+    return _session_fails(graph, opset)   # NOT_IMPLEMENTED: no kernel for that version
 
 
 def _kernel_gaps(opset: int) -> List[str]:
