@@ -40,7 +40,7 @@ from tf2ir.tools.check_report import (  # noqa: F401
     _status_text, format_report)
 from tf2ir.tools.options import (
     EPILOG, MODEL_HELP, add_common, add_fallback_option, add_fusion_option, add_model_source,
-    add_pass_options, add_shape_options, pipeline_from_args,
+    add_opset_option, add_pass_options, add_shape_options, pipeline_from_args,
 )
 
 
@@ -62,6 +62,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_fusion_option(parser)
     add_pass_options(parser)
     add_fallback_option(parser)
+    add_opset_option(parser)
     add_common(parser)
     add_model_source(parser)
     return parser

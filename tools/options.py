@@ -71,9 +71,7 @@ def add_pass_options(parser: argparse.ArgumentParser) -> None:
 def add_export_options(parser: argparse.ArgumentParser) -> None:
     """What the written ONNX model should be, beyond what it computes (ir/export.py)."""
     group = parser.add_argument_group("the written model")
-    group.add_argument("--opset", type=int, default=None, metavar="N",
-                       help="target ONNX opset, 13 to the newest the installed onnx defines "
-                            "(default: the lowest opset >= 18 that holds every op)")
+    add_opset_option(group)
     group.add_argument("--inputs-as-nchw", default=None, metavar="NAME,...",
                        help="these inputs are given channels-first (NCHW) instead of NHWC")
     group.add_argument("--outputs-as-nchw", default=None, metavar="NAME,...",
@@ -94,6 +92,13 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                        help="qdq: fake-quantization ops become QuantizeLinear/DequantizeLinear "
                             "pairs that onnxruntime runs as int8 (default exact: TF's float "
                             "arithmetic, bit for bit)")
+
+
+def add_opset_option(parser) -> None:
+    """--opset (convert, compile, batch; check, whose dry run then lowers for that opset)."""
+    parser.add_argument("--opset", type=int, default=None, metavar="N",
+                        help="target ONNX opset, 13 to the newest the installed onnx defines "
+                             "(default: the lowest opset >= 18 that holds every op)")
 
 
 def export_options(args):
@@ -196,6 +201,7 @@ def pipeline_from_args(args, manager=None):
 
 
 __all__ = ["EPILOG", "ExitStatus", "add_common", "add_export_options", "add_model_source",
+           "add_opset_option",
            "add_shape_options", "export_options",
            "add_fusion_option", "add_pass_options", "conversion_options", "input_files",
            "model_tags", "pipeline_from_args", "plugin_manager", "refuse_outputs", "split_list"]

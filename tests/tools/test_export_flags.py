@@ -58,3 +58,20 @@ def test_compile_takes_an_opset_and_convert_refuses_one_out_of_range(tmp_path):
     done = _cli("convert", DATA, "-o", str(out), "--rename-outputs", "nocolon")
     assert done.returncode == 2 and "bad --rename-outputs value 'nocolon'" in done.stderr
     assert not out.exists()
+
+
+def test_check_predicts_convert_at_an_opset(tmp_path):
+    """`tf2ir check --opset N` lowers for opset N: an op opset N cannot hold is the error
+    convert meets there (exit 1, the same line), and at an opset that holds it, success."""
+    tf = pytest.importorskip("tensorflow")
+    from tf2ir.tools.models import freeze_function
+    pb = str(tmp_path / "band.pb")
+    freeze_function(lambda a, b: tf.bitwise.bitwise_and(a, b),
+                    [tf.TensorSpec((3,), tf.int32, name="a"),
+                     tf.TensorSpec((3,), tf.int32, name="b")], pb)
+    checked = _cli("check", pb, "--opset", "17")
+    converted = _cli("convert", pb, "-o", str(tmp_path / "band.onnx"), "--opset", "17")
+    assert checked.returncode == converted.returncode == 1
+    line = "ONNX BitwiseAnd needs opset 18 or newer; asked for opset 17"
+    assert line in checked.stdout and line in converted.stderr
+    assert _cli("check", pb, "--opset", "18").returncode == 0
