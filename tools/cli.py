@@ -69,8 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_pass_options(convert)
     add_export_options(convert)
     convert.add_argument("--verify", action="store_true",
-                         help="run TensorFlow and onnxruntime on random inputs and compare "
-                              "(exit 4 on a mismatch; the output file is kept)")
+                         help="run TensorFlow and onnxruntime on random inputs (or "
+                              "--inputs-data) and compare (exit 4 on a mismatch; the output "
+                              "file is kept)")
+    from tf2ir.tools.verify import add_options as add_verify_options
+    add_verify_options(convert)   # --inputs-data, --rtol, --atol, --seed, --batch, as verify
     from tf2ir.tools import report
     report.add_report_option(convert)
     add_common(convert)
@@ -132,7 +135,10 @@ def _timed(phases, name):
 
 def cmd_convert(args) -> int:
     from tf2ir.ir.text import weights_path
-    from tf2ir.tools.options import pipeline_from_args, plugin_manager, refuse_outputs
+    from tf2ir.tools.options import (
+        pipeline_from_args, plugin_manager, refuse_outputs, refuse_verify_options_without_verify,
+    )
+    refuse_verify_options_without_verify(args)
     emit = args.emit or ("ir" if args.output.endswith(".ir") else "onnx")
     # Never overwrite an input, a device or a directory (before any work).
     refuse_outputs([args.output, weights_path(args.output)] if emit == "ir" else [args.output],

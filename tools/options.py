@@ -152,6 +152,24 @@ def conversion_options(args):
                    export=export_options(args))
 
 
+def refuse_verify_options_without_verify(args) -> None:
+    """`convert` and `report` take verify's input and tolerance options (tools/verify.py
+    add_options) for their --verify: given without it, they are a usage error (exit 2)."""
+    if getattr(args, "verify", False):
+        return
+    from tf2ir.tools.verify import DEFAULT_ATOL, DEFAULT_RTOL
+    given = [flag for flag, value, default in (
+        ("--inputs-data", bool(getattr(args, "inputs_data", None)), False),
+        ("--rtol", getattr(args, "rtol", DEFAULT_RTOL), DEFAULT_RTOL),
+        ("--atol", getattr(args, "atol", DEFAULT_ATOL), DEFAULT_ATOL),
+        ("--seed", getattr(args, "seed", 0), 0),
+        ("--batch", getattr(args, "batch", None), None)) if value != default]
+    if given:
+        from tf2ir.ir.errors import ConversionError
+        raise ConversionError(f"{given[0]} needs --verify (it sets up the comparison with "
+                              "TensorFlow)", exit_code=ExitStatus.USAGE)
+
+
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fallback", choices=("tf",), default=None,
                         help="tf: the nodes no plugin maps become TFSubgraph segments that "

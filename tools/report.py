@@ -68,12 +68,10 @@ def _passes_epilog() -> str:
 
 
 def run(args) -> int:
-    from tf2ir.tools.options import refuse_outputs
+    from tf2ir.tools.options import refuse_outputs, refuse_verify_options_without_verify
     refuse_outputs([args.output], args)
     from tf2ir.tools.verify import options_from_args
-    if args.inputs_data and not args.verify:
-        raise ConversionError("--inputs-data needs --verify (the inputs of the comparison "
-                              "with TensorFlow)", exit_code=ExitStatus.USAGE)
+    refuse_verify_options_without_verify(args)
     pipeline = pipeline_from_args(args)   # bad options fail before any work
     builder = ReportBuilder(pipeline, args.model, source=_source(args))
     return builder.run_and_write(args.output, verify=args.verify,

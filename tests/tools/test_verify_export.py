@@ -47,3 +47,17 @@ def test_convert_verify_of_a_float16_interface(tmp_path):
                 "--io-precision", "fp16", "--verify")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "input [1, 32, 32, 3] float16" in done.stdout
+
+
+def test_convert_verify_takes_verify_inputs_and_tolerances(tmp_path):
+    out = tmp_path / "m.onnx"
+    done = _cli("convert", DATA, "-o", str(out), "--verify", "--rtol", "1e-2", "--atol", "1e-3",
+                "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert "rtol=0.01 atol=0.001" in done.stdout and "seed 3" in done.stdout
+    for flags in (["--rtol", "1e-2"], ["--batch", "2"], ["--inputs-data", "x.npz"]):
+        done = _cli("convert", DATA, "-o", str(tmp_path / "n.onnx"), *flags)
+        assert done.returncode == 2
+        assert done.stderr == f"tf2ir: error: {flags[0]} needs --verify (it sets up the " \
+                              "comparison with TensorFlow)\n"
+        assert not (tmp_path / "n.onnx").exists()
