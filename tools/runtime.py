@@ -17,8 +17,8 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 
 def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_options=None,
                      manager=None, prototypes=None):
-    """An onnxruntime session for a tf2ir model (path or ModelProto) whose plugin ops run
-    by the kernels of `manager`'s prototypes, or of the prototype table `prototypes` (a
+    """An onnxruntime session for a tf2ir model (path, ModelProto or its bytes) whose plugin
+    ops run by the kernels of `manager`'s prototypes, or of the prototype table `prototypes` (a
     pipeline's: `tf2ir.ir.prototype.prototypes_of(graph)`); default: the default plugin
     manager's (every installed plugin and TF2IR_PLUGIN_PATH's)."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session

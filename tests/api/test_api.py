@@ -317,3 +317,15 @@ def test_lowering_warnings_are_in_the_report_and_printed_unless_quiet(tf, tmp_pa
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert (f"tf2ir: note: {why}" in done.stderr) is shown, done.stderr
+
+
+def test_inference_session_takes_a_path_a_model_or_its_bytes(tmp_path):
+    """tf2ir.InferenceSession takes what onnxruntime's does: a path (str or PathLike), a
+    ModelProto, or the serialized bytes (which failed with an AttributeError before)."""
+    import pathlib
+    result = tf2ir.convert(SAMPLE, quiet=True)
+    path = result.save(str(tmp_path / "m.onnx"))
+    x = np.random.default_rng(0).uniform(size=(1, 32, 32, 3)).astype(np.float32)
+    outs = [tf2ir.InferenceSession(m).run(None, {"input": x})[0]
+            for m in (path, pathlib.Path(path), result.model, result.model.SerializeToString())]
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
