@@ -9,6 +9,8 @@ from typing import List, Optional, Sequence
 
 from tf2ir.ir.errors import EXIT_STATUS_TEXT, ExitStatus
 
+DEFAULT_RTOL = 1e-3   # verify's tolerances (tools/verify.py), given by --rtol and --atol
+DEFAULT_ATOL = 1e-4
 EPILOG = "exit status:\n" + "\n".join(f"  {int(code):<3} {text}"
                                       for code, text in EXIT_STATUS_TEXT.items()) + "\n"
 MODEL_HELP = "frozen GraphDef (.pb, .pbtxt), SavedModel directory, or Keras .keras/.h5 file"
@@ -157,7 +159,6 @@ def refuse_verify_options_without_verify(args) -> None:
     add_options) for their --verify: given without it, they are a usage error (exit 2)."""
     if getattr(args, "verify", False):
         return
-    from tf2ir.tools.verify import DEFAULT_ATOL, DEFAULT_RTOL
     given = [flag for flag, value, default in (
         ("--inputs-data", bool(getattr(args, "inputs_data", None)), False),
         ("--rtol", getattr(args, "rtol", DEFAULT_RTOL), DEFAULT_RTOL),

@@ -8,6 +8,7 @@ kernels of the prototypes the plugin manager collected (the installed plugins an
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
@@ -23,6 +24,11 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
     manager's (every installed plugin and TF2IR_PLUGIN_PATH's)."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session
     from tf2ir.ir.onnx.runtime import table_kernels
+    if isinstance(model, (bytes, bytearray)):   # as onnxruntime takes it
+        import onnx
+        model = onnx.ModelProto.FromString(bytes(model))
+    elif isinstance(model, os.PathLike):
+        model = os.fspath(model)
     from tf2ir.plugins.manager import default_manager
     if manager is not None:
         prototypes = manager.prototype_table

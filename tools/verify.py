@@ -15,15 +15,13 @@ import numpy as np
 from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.export import recorded
 from tf2ir.ir.prototype import prototypes_of
-from tf2ir.tools.options import (
-    EPILOG, MODEL_HELP, add_common, add_fallback_option, add_model_source, add_shape_options,
-    model_tags,
+from tf2ir.tools.options import (  # noqa: F401 (the tolerances: importable from here too)
+    DEFAULT_ATOL, DEFAULT_RTOL, EPILOG, MODEL_HELP, add_common, add_fallback_option,
+    add_model_source, add_shape_options, model_tags,
 )
 
 EXIT_OK = ExitStatus.OK
 EXIT_MISMATCH = ExitStatus.MISMATCH
-DEFAULT_RTOL = 1e-3
-DEFAULT_ATOL = 1e-4
 DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
 
 

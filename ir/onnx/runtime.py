@@ -108,17 +108,13 @@ def registry_kernel(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
 
 
 class InferenceSession:
-    """onnxruntime.InferenceSession for a tf2ir model (a path, a ModelProto or its bytes): the
-    same `run`, `get_inputs`, `get_outputs`; plugin ops run by their kernels or libraries."""
+    """onnxruntime.InferenceSession for a tf2ir model (a path or a ModelProto): the same
+    `run`, `get_inputs`, `get_outputs`; plugin ops run by their kernels or libraries."""
 
-    def __init__(self, model: Union[str, "os.PathLike[str]", bytes, onnx.ModelProto],
-                 kernel_for: KernelFor = registry_kernel, libraries: Sequence[str] = (),
-                 providers: Optional[Sequence[str]] = None, sess_options=None):
+    def __init__(self, model: Union[str, onnx.ModelProto], kernel_for: KernelFor = registry_kernel,
+                 libraries: Sequence[str] = (), providers: Optional[Sequence[str]] = None,
+                 sess_options=None):
         import onnxruntime as ort
-        if isinstance(model, (bytes, bytearray)):   # as onnxruntime takes it
-            model = onnx.ModelProto.FromString(bytes(model))
-        elif isinstance(model, os.PathLike):
-            model = os.fspath(model)
         self.python_ops = 0
         self._keys: List[str] = []
         options = sess_options or ort.SessionOptions()
