@@ -49,6 +49,8 @@ class ExportOptions:
                                      ("quantized", self.quantized, QUANTIZED)):
             if value not in allowed:
                 raise usage(f"{name} {value!r} is not one of {', '.join(allowed)}")
+        if self.io_precision != "fp32" and self.precision == "fp32":
+            raise usage("--io-precision fp16 needs --precision fp16")
         for what, renames in (("inputs", self.rename_inputs), ("outputs", self.rename_outputs)):
             news = list(renames.values())
             if len(set(news)) != len(news):

@@ -303,7 +303,7 @@ def build_model(graph: Graph, model_name: Optional[str] = None, passes: Switches
     then the lowering, then the ONNX passes; `passes` switches them (or `manager` runs
     them: tools/report.py gives one that records what each pass removed). `export`: what
     the user asks of the written model (ir/export.py); its opset is `opset`'s default."""
-    export = export or ExportOptions()
+    export = (export or ExportOptions()).check()   # (a compile without the pipeline too)
     opset = export.opset if opset is None else opset
     manager = manager if manager is not None else pass_manager(passes, check_passes)
     apply_io_options(graph, export, model_name)   # the interface asked for, before the passes

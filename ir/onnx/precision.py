@@ -46,7 +46,6 @@ from typing import FrozenSet, Optional
 
 import numpy as np
 
-from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.export import ExportOptions
 from tf2ir.ir.onnx.graph import OnnxGraph, OnnxNode
 from tf2ir.ir.onnx.kernels import has_kernel
@@ -81,9 +80,6 @@ def apply_precision(ctx, export: ExportOptions, model: Optional[str] = None,
     """Rewrite the lowered ONNX graph of `ctx` (a LowerContext after the passes) in place;
     `keep`: the op types left float32 (the measuring tool tries others)."""
     if export.precision == "fp32" and export.weights == "fp32":
-        if export.io_precision != "fp32":
-            raise ConversionError("--io-precision fp16 needs --precision fp16", model=model,
-                                  exit_code=ExitStatus.USAGE)
         return
     g: OnnxGraph = ctx.onnx
     if export.precision == "fp16":
@@ -95,9 +91,6 @@ def apply_precision(ctx, export: ExportOptions, model: Optional[str] = None,
         if io == F16:
             _declare_half_io(ctx, fixed)
         remove_dead_nodes(g)
-    elif export.io_precision != "fp32":
-        raise ConversionError("--io-precision fp16 needs --precision fp16", model=model,
-                              exit_code=ExitStatus.USAGE)
     store_half(g)
 
 

@@ -34,6 +34,7 @@ def test_parse_renames_keeps_tensor_ports_and_refuses_bad_items():
     (ExportOptions(precision="bf16"), "precision 'bf16' is not one of fp32, fp16"),
     (ExportOptions(quantized="int4"), "quantized 'int4' is not one of exact, qdq"),
     (ExportOptions(opset="18"), "opset '18' is not an integer"),
+    (ExportOptions(io_precision="fp16"), "--io-precision fp16 needs --precision fp16"),
     (ExportOptions(rename_outputs={"a": "x", "b": "x"}), "the same new name"),
 ])
 def test_export_options_refuse_bad_values(options, message):
