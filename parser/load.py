@@ -28,27 +28,37 @@ def open_model_file(path: str) -> int:
 def load_graph_def(path: str):
     """Read a frozen `.pb` (binary) or `.pbtxt` (text) GraphDef."""
     fd = open_model_file(path)
-    graph_def = graph_def_class()()
     try:
         with open(fd, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise ConversionError(f"cannot read file: {exc.strerror}", model=path) from None
     if path.endswith(".pbtxt"):
+        graph_def = graph_def_class()()
         try:
             text_format.Parse(data.decode("utf-8"), graph_def)
         except (text_format.ParseError, UnicodeDecodeError) as exc:
             raise ConversionError(f"not a text GraphDef: {exc}", model=path) from None
-    else:
-        try:
-            graph_def.ParseFromString(data)
-        except (message.DecodeError, UnicodeDecodeError) as exc:
-            # protobuf 7 reports a string field that is not UTF-8 as UnicodeDecodeError
-            raise ConversionError(f"not a GraphDef (truncated or corrupt .pb: {exc})",
-                                  model=path) from None
-        del data
+        return checked_graph_def(graph_def, path)
+    return parse_graph_def(data, path, "truncated or corrupt .pb")
+
+
+def parse_graph_def(data: bytes, model: str, what: str = "truncated or corrupt bytes"):
+    """A serialized GraphDef (a .pb's bytes, or bytes given to tf2ir.convert) → tf2ir's
+    GraphDef message; bad bytes or no nodes: one ConversionError naming `model`."""
+    graph_def = graph_def_class()()
+    try:
+        graph_def.ParseFromString(data)
+    except (message.DecodeError, UnicodeDecodeError) as exc:
+        # protobuf 7 reports a string field that is not UTF-8 as UnicodeDecodeError
+        raise ConversionError(f"not a GraphDef ({what}: {exc})", model=model) from None
+    return checked_graph_def(graph_def, model)
+
+
+def checked_graph_def(graph_def, model: str):
+    """`graph_def`, refused when it has no nodes."""
     if not len(graph_def.node):
-        raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)", model=path)
+        raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)", model=model)
     return graph_def
 
 

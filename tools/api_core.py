@@ -158,23 +158,6 @@ def _is_graph_def(obj: Any) -> bool:
         and hasattr(obj, "node")
 
 
-def graph_def_from_bytes(data: bytes, label: str = "<GraphDef bytes>") -> Any:
-    """A serialized GraphDef → tf2ir's GraphDef message (bad bytes: one ConversionError)."""
-    import importlib
-    from tf2ir.parser.graph_view import graph_def_class
-    message = importlib.import_module("google.protobuf.message")
-    graph_def = graph_def_class()()
-    try:
-        graph_def.ParseFromString(bytes(data))
-    except (message.DecodeError, UnicodeDecodeError) as exc:
-        raise ConversionError(f"not a GraphDef (truncated or corrupt bytes: {exc})",
-                              model=label) from None
-    if not len(graph_def.node):
-        raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)",
-                              model=label)
-    return graph_def
-
-
 def resolve_source(source: Any, *, input_signature: Any = None,
                    signature: Optional[str] = None) -> Source:
     """A path (every kind `tf2ir convert` takes), a GraphDef object or its bytes, or an
@@ -182,17 +165,16 @@ def resolve_source(source: Any, *, input_signature: Any = None,
     frozen by parser/in_memory.py."""
     if isinstance(source, (str, os.PathLike)):
         return Source(label=os.fspath(source), path=os.fspath(source))
+    from tf2ir.parser.load import checked_graph_def, parse_graph_def
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Source("<GraphDef bytes>", graph_def=graph_def_from_bytes(bytes(source)))
+        return Source("<GraphDef bytes>", graph_def=parse_graph_def(bytes(source),
+                                                                     "<GraphDef bytes>"))
     if _is_graph_def(source):
         from tf2ir.parser.graph_view import graph_def_class
         if isinstance(source, graph_def_class()):
-            graph_def = source
+            graph_def = checked_graph_def(source, "<GraphDef>")
         else:   # TensorFlow's class (another descriptor pool): through its wire format
-            graph_def = graph_def_from_bytes(source.SerializeToString(), "<GraphDef>")
-        if not len(graph_def.node):
-            raise ConversionError("GraphDef has no nodes (not a frozen TensorFlow graph?)",
-                                  model="<GraphDef>")
+            graph_def = parse_graph_def(source.SerializeToString(), "<GraphDef>")
         return Source("<GraphDef>", graph_def=graph_def)
     from tf2ir.parser.in_memory import freeze_object
     graph_def, outputs, label = freeze_object(source, input_signature=input_signature,
