@@ -3,7 +3,8 @@
 The Python API (docs/python-api.md): `tf2ir.convert(source, ...)` returns a
 `ConversionResult` (`.model`, `.save(path)`, `.report`, `.ir`); `tf2ir.check(source, ...)` and
 `tf2ir.verify(source, ...)` are `tf2ir check` and `tf2ir verify`. Errors are
-`tf2ir.ConversionError` and its subclasses, each with the command line's exit status. The
+`tf2ir.ConversionError` and its subclasses, each with the command line's exit status.
+`tf2ir.get_include()` is the folder of the C++ headers native kernel libraries compile against. The
 names are imported when first used: `import tf2ir` loads neither onnx nor TensorFlow."""
 
 from typing import Any, Dict, Tuple
@@ -13,7 +14,7 @@ __version__ = "0.1.0"
 __all__ = [
     "convert", "check", "verify", "ConversionResult", "Report", "Verification",
     "SupportReport", "ConversionError", "UsageError", "UnsupportedOpsError",
-    "VerificationMismatch", "ExitStatus", "ExportOptions", "InferenceSession", "__version__",
+    "VerificationMismatch", "ExitStatus", "ExportOptions", "InferenceSession", "get_include", "__version__",
 ]
 
 # public name → (module, attribute), imported on first use
@@ -33,6 +34,8 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "ExportOptions": ("tf2ir.ir.export", "ExportOptions"),
     # onnxruntime for tf2ir models, plugin ops included (tools/runtime.py)
     "InferenceSession": ("tf2ir.tools.runtime", "InferenceSession"),
+    # the C++ headers native kernel libraries compile against (plugins/native_build.py)
+    "get_include": ("tf2ir.plugins.native_build", "get_include"),
 }
 
 

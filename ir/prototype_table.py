@@ -41,6 +41,11 @@ class PrototypeRegistry:
         self._source = source
         self._missing = set()
 
+    @property
+    def source(self) -> Optional[PrototypeSource]:
+        """Who filled this table (a plugin manager), if anyone."""
+        return self._source
+
     def find(self, op_type: str) -> Optional[OpPrototype]:
         """The prototype of `op_type`, or None when this table has none."""
         proto = self._prototypes.get(op_type)

@@ -6,6 +6,7 @@ from tf2ir.plugins.tfnode import FunctionalTfNode, FusedTfNode, TfNode
 from tf2ir.plugins.registry import TENSORFLOW, ImplyType, OpRegistration, register_op
 from tf2ir.plugins.mapping import DynamicInputOutputInfo, IrOp, auto_mapping, auto_mapping_dynamic
 from tf2ir.plugins.subgraph import SubgraphBuilder
+from tf2ir.plugins.libraries import NativeLibrary, native_library
 from tf2ir.plugins.fusion import (
     FusionResult, InnerNode, ScopeFusionPass, ScopeMatch, ScopePattern, Structure, at_least,
     at_most, between, scope_fusion_pass,
@@ -15,7 +16,7 @@ __all__ = ["hookimpl", "hookspec", "TENSORFLOW", "ImplyType", "OpRegistration",
            "register_op", "IrOp", "auto_mapping", "auto_mapping_dynamic", "DynamicInputOutputInfo", "PluginManager",
            "scope_fusion_pass", "ScopeFusionPass", "ScopePattern", "Structure", "ScopeMatch",
            "FusionResult", "InnerNode", "at_least", "at_most", "between", "SubgraphBuilder",
-           "TfNode", "FusedTfNode", "FunctionalTfNode"]
+           "TfNode", "FusedTfNode", "FunctionalTfNode", "native_library", "NativeLibrary"]
 
 
 def __getattr__(name):

@@ -35,13 +35,16 @@ from tf2ir.plugins.fusion import (
 )
 from tf2ir.plugins.builtin_index import BuiltinIndex, BuiltinStandIn, builtin_index
 from tf2ir.plugins.registry import OpRegistration
+from tf2ir.ir.onnx.native import NativeLibrary
+from tf2ir.plugins.libraries import ordered_libraries
 
 # The built-in plugin modules; `_index` (generated) and other private modules are not plugins.
 BUILTIN_MODULES = tuple(f"tf2ir.plugins.builtin.{m.name}"
                         for m in pkgutil.iter_modules(builtin.__path__)
                         if not m.ispkg and not m.name.startswith("_"))
 PLUGIN_PATH_ENV = "TF2IR_PLUGIN_PATH"
-HOOKS = ("tf2ir_op_mappings", "tf2ir_op_prototypes", "tf2ir_fusion_passes")
+HOOKS = ("tf2ir_op_mappings", "tf2ir_op_prototypes", "tf2ir_fusion_passes",
+         "tf2ir_native_libraries")
 
 
 class _HasProvenance(Protocol):
@@ -114,6 +117,7 @@ class PluginManager:
             for proto in self._hook_items("tf2ir_op_prototypes"):
                 self._decide_prototype(proto.op_type)
         self._fusion_plan = self._plan_fusion_passes()
+        self._native: Optional[List[NativeLibrary]] = None
         # This manager's own prototype table: the graphs its pipelines make read it (no other
         # manager's ops are ever seen there); it asks this manager for op types it lacks.
         self.prototype_table = PrototypeRegistry()
@@ -379,6 +383,19 @@ class PluginManager:
     def all_prototypes(self) -> Dict[str, OpPrototype]:
         return self.prototypes
 
+    @property
+    def native_libraries(self) -> List[NativeLibrary]:
+        """Every plugin's native kernel libraries (the built-in modules that declare some are
+        imported), highest priority first: the runtime entry registers them. Two libraries
+        serving one op of one domain with equal priority are an error, as op mappings are."""
+        if self._native is None:
+            for standin in self._standins.values():
+                if hasattr(standin, "tf2ir_native_libraries"):
+                    standin.load()
+            libraries = ordered_libraries(self._hook_items("tf2ir_native_libraries"))
+            self._native = libraries
+        return self._native
+
     def plugin_names(self) -> List[str]:
         return [name for name, _ in self.pm.list_name_plugin()]
 
@@ -403,6 +420,7 @@ _EXPECTED: Dict[str, Tuple[type, str]] = {
     "tf2ir_op_mappings": (OpRegistration, "register_op(...)"),
     "tf2ir_op_prototypes": (OpPrototype, "op_prototype(...)"),
     "tf2ir_fusion_passes": (ScopeFusionPass, "scope_fusion_pass(...)"),
+    "tf2ir_native_libraries": (NativeLibrary, "native_library(...)"),
 }
 
 

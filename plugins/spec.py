@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, List
 import pluggy
 
 if TYPE_CHECKING:
+    from tf2ir.ir.onnx.native import NativeLibrary
     from tf2ir.ir.prototype import OpPrototype
     from tf2ir.plugins.fusion import ScopeFusionPass
     from tf2ir.plugins.registry import OpRegistration
@@ -40,3 +41,14 @@ def tf2ir_op_prototypes() -> List["OpPrototype"]:
     priority, provenance and conflict rules of op mappings: when two plugins declare one op
     type the higher `.with_priority(N)` wins and the override is reported; equal priorities
     are an error. The built-in op families (`tf2ir.opp`) are declared this way too."""
+
+
+@hookspec
+def tf2ir_native_libraries() -> List["NativeLibrary"]:
+    """Return the native kernel libraries this plugin ships, built with
+    `tf2ir.plugins.native_library(directory, name, domain, ops)`: onnxruntime custom-op
+    libraries compiled at install (`tf2ir.plugins.native_build`). The runtime entry
+    (`tf2ir.InferenceSession`, `tf2ir run`, `verify`) registers a library when a model holds
+    its ops, which then run natively; the ops' Python kernels stay the fold functions and the
+    fallback where the library was not built. Two libraries serving one op: the higher
+    `priority` wins; equal priorities are an error."""

@@ -19,9 +19,11 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_options=None,
                      manager=None, prototypes=None):
     """An onnxruntime session for a tf2ir model (path, ModelProto or its bytes) whose plugin
-    ops run by the kernels of `manager`'s prototypes, or of the prototype table `prototypes` (a
-    pipeline's: `tf2ir.ir.prototype.prototypes_of(graph)`); default: the default plugin
-    manager's (every installed plugin and TF2IR_PLUGIN_PATH's)."""
+    ops run by the native libraries and kernels of `manager`'s plugins, or of the plugins
+    behind prototype table `prototypes` (a pipeline's: `tf2ir.ir.prototype.prototypes_of(graph)`);
+    default: the default plugin manager's (every installed plugin and TF2IR_PLUGIN_PATH's).
+    A node runs natively where a plugin's library serves its op (`native_ops` counts them),
+    else by its Python kernel (`python_ops`)."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session
     from tf2ir.ir.onnx.runtime import table_kernels
     if isinstance(model, (bytes, bytearray)):   # as onnxruntime takes it
@@ -29,11 +31,13 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
         model = onnx.ModelProto.FromString(bytes(model))
     elif isinstance(model, os.PathLike):
         model = os.fspath(model)
-    from tf2ir.plugins.manager import default_manager
+    from tf2ir.plugins.manager import PluginManager, default_manager
     if manager is not None:
         prototypes = manager.prototype_table
     elif prototypes is None:
         prototypes = default_manager().prototype_table
+    source = prototypes.source
+    owner = source if isinstance(source, PluginManager) else default_manager()
     kernels = table_kernels(prototypes)
 
     def kernel_for(node):
@@ -42,7 +46,8 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
         if node.domain == FALLBACK_DOMAIN and node.op_type == "TFSubgraph":
             return tensorflow_segment(node), SEGMENT_PLUGIN
         return kernels(node)
-    return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options)
+    return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options,
+                   native=owner.native_libraries)
 
 
 FALLBACK_DOMAIN = "ai.tf2ir.tf"

@@ -2,7 +2,9 @@
 standard onnxruntime lacks made runnable.
 
 A plugin op lowers to a node of the plugin's own ONNX domain (the seed's custom-op domain).
-When its prototype carries a reference kernel (`OpPrototype.kernel`), this session gives
+Where an installed plugin declares a native library serving the node's op (ir/onnx/native.py),
+the session registers the library and onnxruntime runs the node natively. Otherwise, when its
+prototype carries a reference kernel (`OpPrototype.kernel`), this session gives
 onnxruntime that kernel as a Python custom op through onnxruntime-extensions: in the
 in-memory copy of the model only, the node becomes a dispatch op of the extensions' domain
 for its input and output types, whose `kernel` attribute names the Python body (the kernel
@@ -48,6 +50,8 @@ from onnx import helper, numpy_helper
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.onnx.guard import SIGNALLED, Mismatch, checked, first_line, held_signals, stand_ins
+from tf2ir.ir.onnx.native import NativeLibrary, libraries_for
+from tf2ir.ir.onnx.native import register as register_library
 from tf2ir.ir.onnx.node import walk_protos
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft",
@@ -109,26 +113,42 @@ def registry_kernel(node: onnx.NodeProto) -> Optional[Tuple[Callable, str]]:
 
 class InferenceSession:
     """onnxruntime.InferenceSession for a tf2ir model (a path or a ModelProto): the same
-    `run`, `get_inputs`, `get_outputs`; plugin ops run by their kernels or libraries."""
+    `run`, `get_inputs`, `get_outputs`; plugin ops run by the `native` libraries that serve
+    them (ir/onnx/native.py), the others by their Python kernels (`kernel_for`).
+    `native_ops` and `python_ops` count the nodes each way runs."""
 
     def __init__(self, model: Union[str, onnx.ModelProto], kernel_for: KernelFor = registry_kernel,
                  libraries: Sequence[str] = (), providers: Optional[Sequence[str]] = None,
-                 sess_options=None):
+                 sess_options=None, native: Sequence[NativeLibrary] = ()):
         import onnxruntime as ort
         self.python_ops = 0
+        self.native_ops = 0      # plugin nodes a native library runs
+        self.native_libraries: List[str] = []   # the files of the libraries registered
+        self._native_nodes: Dict[Tuple[str, str], str] = {}   # (op, node) → its library's plugin
         self._keys: List[str] = []
         options = sess_options or ort.SessionOptions()
-        for library in libraries:
-            options.register_custom_ops_library(library)
+        for path in libraries:
+            options.register_custom_ops_library(path)
         proto = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
         _refuse_dispatch_nodes(proto)
         source: Union[str, bytes] = model if isinstance(model, str) else proto.SerializeToString()
         if any(n.domain not in STANDARD_DOMAINS for n in _all_nodes(proto.graph)):
             if not isinstance(model, str):
                 proto = _copy(proto)   # the caller's model stays as it is
+            custom = [n for n in _all_nodes(proto.graph) if n.domain not in STANDARD_DOMAINS]
+            used, served = libraries_for(custom, native, _input_type(proto))
+            for library in used:   # a native kernel runs where a library serves the node
+                if library.path not in self.native_libraries:   # one file may serve domains
+                    register_library(options, library)
+                    self.native_libraries.append(str(library.path))
+            self.native_ops = len(served)
+            if served and sess_options is None:   # its failure is the KernelError run raises
+                options.log_severity_level = 4
+            self._native_nodes = {(n.op_type, n.name): served[id(n)].plugin
+                                  for n in custom if id(n) in served}
             bodies = []
-            for node in _all_nodes(proto.graph):
-                kernel = kernel_for(node) if node.domain not in STANDARD_DOMAINS else None
+            for node in custom:
+                kernel = kernel_for(node) if id(node) not in served else None
                 if kernel is not None:
                     bodies.append((node, kernel))
             if bodies:
@@ -162,11 +182,22 @@ class InferenceSession:
         with held_signals(self.python_ops > 0):
             try:
                 results = self._session.run(output_names, input_feed, run_options)
-            except Exception:
+            except Exception as exc:
                 _raise_kernel_failure()
+                self._raise_native_failure(exc)
                 raise
             _raise_kernel_failure()
         return results
+
+    def _raise_native_failure(self, exc: Exception) -> None:
+        """A native kernel's failed status (onnxruntime names the node and op) as a KernelError
+        naming the plugin whose library runs it."""
+        message = first_line(exc)
+        for (op_type, node_name), plugin in self._native_nodes.items():
+            if f"running {op_type} node. Name:'{node_name}'" in message:
+                where = f"the native kernel of {op_type} node '{node_name}' (plugin {plugin})"
+                detail = message.split("Status Message:", 1)[-1].strip()
+                raise KernelError(f"{where} failed: {detail}") from None
 
     def __getattr__(self, name):
         if name == "_session":   # a failed __init__: there is none
@@ -176,6 +207,21 @@ class InferenceSession:
     def __del__(self):
         for key in self._keys:
             _BODIES.pop(key, None)
+
+
+def _input_type(proto: onnx.ModelProto) -> Callable[[onnx.NodeProto], Optional[str]]:
+    """node → the numpy dtype name of its first input (None: none or unknown), inferring the
+    model's value types on the first question only."""
+    found: Dict[str, Dict[str, Declared]] = {}
+
+    def input_type(node: onnx.NodeProto) -> Optional[str]:
+        if not node.input or not node.input[0]:
+            return None
+        if "declared" not in found:
+            found["declared"] = _value_infos(proto)
+        elem = found["declared"].get(node.input[0], (0, None))[0]
+        return helper.tensor_dtype_to_np_dtype(elem).name if elem else None
+    return input_type
 
 
 def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:

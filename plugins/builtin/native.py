@@ -1,0 +1,23 @@
+"""tf2ir's own native kernel library: opp/native/*.cc, built at install as `tf2ir.opp._kernels`
+(setup.py), the native twins of the numpy kernels of the ops that lower to tf2ir's custom
+domains. Declared here as a third-party plugin declares its libraries; where the library was
+not built (no C++ compiler at install), those ops run by their Python kernels."""
+
+import os
+
+from tf2ir import opp
+from tf2ir.opp import strings
+from tf2ir.plugins import hookimpl, native_library
+
+KERNELS_DIR = os.path.dirname(os.path.abspath(opp.__file__))
+KERNELS = "_kernels"
+# domain → the ops opp/native/ serves (tests/opp/test_native_kernels.py checks each against
+# its Python kernel)
+SERVED = {
+    strings.DOMAIN: ("StringToHashBucketFast",),
+}
+
+
+@hookimpl
+def tf2ir_native_libraries():
+    return [native_library(KERNELS_DIR, KERNELS, domain, ops) for domain, ops in SERVED.items()]
