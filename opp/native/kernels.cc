@@ -3,4 +3,7 @@
 
 TF2IR_NATIVE_OPS(ops) {
   tf2ir_kernels::add_hash_ops(ops);
+  tf2ir_kernels::add_strings_ops(ops);
+  tf2ir_kernels::add_numbers_ops(ops);
+  tf2ir_kernels::add_bitwise_ops(ops);
 }

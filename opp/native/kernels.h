@@ -1,5 +1,5 @@
 // tf2ir's own native kernels: the twins of the numpy kernels opp/ declares for the ops that
-// lower to tf2ir's custom domains (strings, bitwise, lookup). One library (tf2ir.opp._kernels,
+// lower to tf2ir's custom domains (strings, bitwise). One library (tf2ir.opp._kernels,
 // built by setup.py at install), declared by plugins/builtin/strings.py; each source file adds
 // its ops with one function, called from kernels.cc.
 #pragma once
@@ -16,6 +16,9 @@ constexpr const char* STRINGS_DOMAIN = "ai.tf2ir.strings";   // opp/strings.py D
 
 uint64_t fingerprint64(const char* s, size_t n);
 
-void add_hash_ops(tf2ir::NativeOps& ops);
+void add_hash_ops(tf2ir::NativeOps& ops);      // fingerprint.cc
+void add_strings_ops(tf2ir::NativeOps& ops);   // strings.cc
+void add_numbers_ops(tf2ir::NativeOps& ops);   // numbers.cc
+void add_bitwise_ops(tf2ir::NativeOps& ops);   // bitwise.cc
 
 }  // namespace tf2ir_kernels

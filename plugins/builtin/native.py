@@ -6,18 +6,24 @@ not built (no C++ compiler at install), those ops run by their Python kernels.""
 import os
 
 from tf2ir import opp
-from tf2ir.opp import strings
+from tf2ir.opp import bitwise, strings
 from tf2ir.plugins import hookimpl, native_library
 
 KERNELS_DIR = os.path.dirname(os.path.abspath(opp.__file__))
 KERNELS = "_kernels"
 # domain → the ops opp/native/ serves (tests/opp/test_native_kernels.py checks each against
 # its Python kernel)
+HASH_OPS = ("StringToHashBucketFast",)                 # opp/native/fingerprint.cc
+STRING_OPS: tuple = ()    # opp/native/strings.cc: case, split, join, substr, equality
+NUMBER_OPS: tuple = ()    # opp/native/numbers.cc: StringToNumber, AsString
+BITWISE_OPS: tuple = ()   # opp/native/bitwise.cc (opp/bitwise.py's domain)
 SERVED = {
-    strings.DOMAIN: ("StringToHashBucketFast",),
+    strings.DOMAIN: HASH_OPS + STRING_OPS + NUMBER_OPS,
+    bitwise.DOMAIN: BITWISE_OPS,
 }
 
 
 @hookimpl
 def tf2ir_native_libraries():
-    return [native_library(KERNELS_DIR, KERNELS, domain, ops) for domain, ops in SERVED.items()]
+    return [native_library(KERNELS_DIR, KERNELS, domain, ops)
+            for domain, ops in SERVED.items() if ops]
