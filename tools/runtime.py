@@ -25,6 +25,7 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
     A node runs natively where a plugin's library serves its op (`native_ops` counts them),
     else by its Python kernel (`python_ops`)."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session
+    from tf2ir.ir.onnx.runtime import declare_signatures
     from tf2ir.ir.onnx.runtime import table_kernels
     if isinstance(model, (bytes, bytearray)):   # as onnxruntime takes it
         import onnx
@@ -46,8 +47,24 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
         if node.domain == FALLBACK_DOMAIN and node.op_type == "TFSubgraph":
             return tensorflow_segment(node), SEGMENT_PLUGIN
         return kernels(node)
+    declare_signatures(lambda: kernel_signatures(owner))
     return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options,
                    native=owner.native_libraries)
+
+
+def kernel_signatures(manager) -> list:
+    """(input dtypes, output dtypes) of every op `manager`'s plugins declare with a Python
+    kernel and ports of one dtype each (asked once per process, when the first model with
+    Python kernels is loaded: the dispatch pool, ir/onnx/runtime.py)."""
+    signatures = []
+    for prototype in manager.all_prototypes().values():
+        ports = list(prototype.inputs) + list(prototype.outputs)
+        if prototype.kernel_fn is None or not prototype.inputs or any(
+                p.kind != "required" or not p.dtypes or len(p.dtypes) != 1 for p in ports):
+            continue
+        signatures.append(([p.dtypes[0] for p in prototype.inputs],
+                           [p.dtypes[0] for p in prototype.outputs]))
+    return signatures
 
 
 FALLBACK_DOMAIN = "ai.tf2ir.tf"

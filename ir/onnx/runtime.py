@@ -316,7 +316,11 @@ def _dispatch_op(inputs: Sequence[int], outputs: Sequence[int], node: onnx.NodeP
     from onnxruntime_extensions import PyCustomOpDef
     signature = (tuple(inputs), tuple(outputs))
     if not _DISPATCH:
-        for pooled in _pool(PyCustomOpDef):
+        declared = [(tuple(getattr(PyCustomOpDef, _PY_TYPES[_numpy_name(t)]) for t in ins),
+                     tuple(getattr(PyCustomOpDef, _PY_TYPES[_numpy_name(t)]) for t in outs))
+                    for ins, outs in (_SIGNATURES() if _SIGNATURES else ())
+                    if all(_numpy_name(t) in _PY_TYPES for t in (*ins, *outs))]
+        for pooled in dict.fromkeys(_pool(PyCustomOpDef) + declared):
             _register(pooled)
     if signature not in _DISPATCH:
         if any(session.python_ops for session in list(_LIVE)):
@@ -327,6 +331,22 @@ def _dispatch_op(inputs: Sequence[int], outputs: Sequence[int], node: onnx.NodeP
                 "process of its own")
         _register(signature)
     return _DISPATCH[signature]
+
+
+def _numpy_name(dtype: str) -> str:
+    return "object" if dtype == "string" else dtype
+
+
+def declare_signatures(signatures: Callable[[], Sequence[Tuple[Sequence[str], Sequence[str]]]]) -> None:
+    """Give the pool, before it is first registered, the Python-kernel signatures (input and
+    output dtype names) that the ops the installed plugins declare have (tools/runtime.py:
+    every prototype with a kernel whose ports each have one dtype), so a model with them loads
+    while other sessions are alive."""
+    global _SIGNATURES
+    _SIGNATURES = signatures
+
+
+_SIGNATURES: Optional[Callable[[], Sequence[Tuple[Sequence[str], Sequence[str]]]]] = None
 
 
 def _pool(types) -> List[Signature]:
