@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugins = sub.add_parser("plugins", help="list the registered op mapping plugins",
                              description="List every origin TF op type with the IR op type and "
-                                         "plugin that maps it.")
+                                         "plugin that maps it, and each plugin's native kernel "
+                                         "libraries (domain, ops, file or why not built).")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     add_common(plugins)
 
@@ -240,11 +241,13 @@ def cmd_plugins(args) -> int:
     for origin in sorted(manager.registry):
         reg = manager.registry[origin]
         overrides = [str(o) for o in manager.overrides if o.origin_type == origin]
-        rows.append({"origin_op_type": origin, "ir_op_type": reg.ir_type, "plugin": reg.plugin,
-                     "source": reg.source, "imply_type": reg.imply, "priority": reg.priority,
-                     "overrides": overrides})
+        rows.append({"kind": "op_mapping", "origin_op_type": origin, "ir_op_type": reg.ir_type,
+                     "plugin": reg.plugin, "source": reg.source, "imply_type": reg.imply,
+                     "priority": reg.priority, "overrides": overrides})
+    from tf2ir.tools.runtime import native_rows
+    libraries = native_rows(manager)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows + libraries, indent=2))
         return ExitStatus.OK
     width = max((len(r["origin_op_type"]) for r in rows), default=10)
     ir_width = max((len(r["ir_op_type"]) for r in rows), default=10)
@@ -262,6 +265,10 @@ def cmd_plugins(args) -> int:
         print(f"override: {override}")
     for p in manager.fusion_passes:   # in run order
         print(f"fusion pass {p.name:<12} {'on ' if p.enabled else 'off'}  {p.plugin}  {p.description}")
+    for library in libraries:
+        where = library["file"] or f"not built: {library['not_built']}"
+        print(f"native library {library['plugin']}  {library['domain']}: "
+              f"{', '.join(library['ops'])}  ({where})")
     return ExitStatus.OK
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Dict, Optional, Sequence, Union
+import sys
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -17,13 +18,14 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 
 
 def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_options=None,
-                     manager=None, prototypes=None):
+                     manager=None, prototypes=None, native: bool = True):
     """An onnxruntime session for a tf2ir model (path, ModelProto or its bytes) whose plugin
     ops run by the native libraries and kernels of `manager`'s plugins, or of the plugins
     behind prototype table `prototypes` (a pipeline's: `tf2ir.ir.prototype.prototypes_of(graph)`);
     default: the default plugin manager's (every installed plugin and TF2IR_PLUGIN_PATH's).
     A node runs natively where a plugin's library serves its op (`native_ops` counts them),
-    else by its Python kernel (`python_ops`)."""
+    else by its Python kernel (`python_ops`); `native=False` loads no native library, so every
+    plugin node runs by its Python kernel."""
     from tf2ir.ir.onnx.runtime import InferenceSession as Session
     from tf2ir.ir.onnx.runtime import declare_signatures
     from tf2ir.ir.onnx.runtime import table_kernels
@@ -49,7 +51,27 @@ def InferenceSession(model, providers: Optional[Sequence[str]] = None, sess_opti
         return kernels(node)
     declare_signatures(lambda: kernel_signatures(owner))
     return Session(model, kernel_for=kernel_for, providers=providers, sess_options=sess_options,
-                   native=owner.native_libraries)
+                   native=owner.native_libraries if native else ())
+
+
+def kernel_paths(session) -> str:
+    """One line: how many plugin nodes of `session` ran natively (and by which library
+    files) and how many by Python kernels (`tf2ir run -v`)."""
+    files = ", ".join(os.path.basename(p) for p in session.native_libraries)
+    return (f"plugin nodes: {session.native_ops} native" + (f" ({files})" if files else "")
+            + f", {session.python_ops} by Python kernels")
+
+
+def native_rows(manager) -> List[dict]:
+    """The native kernel libraries of `manager`'s plugins, one row each (`tf2ir plugins`):
+    the plugin, its domain and ops, the file, or why it was not built."""
+    return [{"kind": "native_library", "origin_op_type": None, "plugin": library.plugin,
+             "source": library.source, "name": library.name, "domain": library.domain,
+             "ops": list(library.ops), "types": {op: list(t) for op, t in library.types.items()},
+             "priority": library.priority, "file": library.path,
+             "not_built": None if library.path else
+             (library.why_not_built or "no library file")}
+            for library in manager.native_libraries]
 
 
 def kernel_signatures(manager) -> list:
@@ -139,7 +161,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "run", help="run an ONNX model tf2ir wrote in onnxruntime (plugin ops included)",
         description="Run an ONNX model in onnxruntime with the kernels of the installed "
                     "plugins' ops registered, on the given inputs; print each output's "
-                    "shape and dtype, or write them all to an .npz.",
+                    "shape and dtype, or write them all to an .npz. A plugin op runs by the "
+                    "native library its plugin ships where it was built, else by its Python "
+                    "kernel (-v says how many nodes ran each way).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="an .onnx model")
     parser.add_argument("--inputs-data", action="append", default=[], required=True,
@@ -147,6 +171,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="input values: an .npz keyed by input name, or NAME=FILE.npy "
                              "(repeatable)")
     parser.add_argument("-o", "--output", help="write the outputs to this .npz, keyed by name")
+    parser.add_argument("--no-native", dest="native", action="store_false",
+                        help="load no plugin's native kernel library: every plugin op runs by "
+                             "its Python kernel")
     add_common(parser)
     return parser
 
@@ -161,7 +188,9 @@ def run(args) -> int:
         check_output_path(args.output, [args.model] + list(args.inputs_data))
     from tf2ir.tools.options import plugin_manager
     feeds = load_inputs_data(args.inputs_data)
-    session = _session(args.model, plugin_manager(args))
+    session = _session(args.model, plugin_manager(args), getattr(args, "native", True))
+    if args.verbose:
+        print(kernel_paths(session), file=sys.stderr)
     names = [i.name for i in session.get_inputs()]
     missing = [n for n in names if n not in feeds]
     extra = sorted(set(feeds) - set(names))
@@ -196,9 +225,9 @@ def load_inputs_data(items: Sequence[str]) -> Dict[str, np.ndarray]:
     return data
 
 
-def _session(path: str, manager):
+def _session(path: str, manager, native: bool = True):
     try:
-        return InferenceSession(path, manager=manager)
+        return InferenceSession(path, manager=manager, native=native)
     except ConversionError as exc:
         raise exc.located(model=path)
     except Exception as exc:   # onnxruntime's refusal of the model: one line
