@@ -15,12 +15,14 @@ files (docs/reliability.md: Running models you did not make).
 from __future__ import annotations
 
 import importlib.machinery
+import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from tf2ir.ir.errors import ConversionError
 
+log = logging.getLogger("tf2ir")
 NOT_BUILT = "NOT_BUILT"   # plugins/native_build.py writes LIBRARY.NOT_BUILT when it could not build
 
 
@@ -69,8 +71,10 @@ def libraries_for(nodes: Iterable, libraries: Sequence[NativeLibrary],
     served: Dict[int, NativeLibrary] = {}
     for node in nodes:
         for library in libraries:
-            if library.path is None or node.domain != library.domain \
-                    or node.op_type not in library.ops:
+            if node.domain != library.domain or node.op_type not in library.ops:
+                continue
+            if library.path is None:
+                _say_not_built(library)
                 continue
             allowed = library.types.get(node.op_type)
             if allowed is not None and input_type(node) not in allowed:
@@ -80,6 +84,19 @@ def libraries_for(nodes: Iterable, libraries: Sequence[NativeLibrary],
                 used.append(library)
             break
     return used, served
+
+
+_SAID: Set[Tuple[str, str, str]] = set()
+
+
+def _say_not_built(library: NativeLibrary) -> None:
+    """Once per process and library: a model needs a library that was not built at install."""
+    key = (library.plugin, library.name, library.domain)
+    if key not in _SAID:
+        _SAID.add(key)
+        log.warning("plugin %s's native library %s is not built (%s): its %s ops run by their "
+                    "Python kernels", library.plugin or "?", library.name,
+                    library.why_not_built or "no library file", library.domain)
 
 
 def register(options, library: NativeLibrary) -> None:
