@@ -1,20 +1,15 @@
-"""String ops. RegexReplace lowers to onnxruntime-extensions' RE2 kernel (domain
-`ai.onnx.contrib`), which is TF's own regex engine. The rest lower to nodes of this family's
-domain, `ai.tf2ir.strings`, run by their numpy reference kernels through tf2ir's runtime
-entry (`tf2ir.InferenceSession`): ONNX opset 18 has no string op that is exact here, and the
-extensions' kernels differ from TF's (StringToHashBucketFast is not Fingerprint64 in
-onnxruntime-extensions 0.14-0.15; its StringLower/StringUpper change non-ASCII letters that
-TF's default encoding keeps; its StringSplit drops empty inputs that TF splits into one
-empty token).
+"""String ops. RegexReplace lowers to onnxruntime-extensions' RE2 kernel (`ai.onnx.contrib`,
+TF's own regex engine). The rest lower to nodes of `ai.tf2ir.strings`, run natively by tf2ir's
+own library (opp/native) where it was built, else by these numpy kernels (the reference): ONNX
+has no exact string op, and the extensions' kernels differ from TF's (hashing, non-ASCII case,
+empty splits).
 
-- StringCase (StringLower, StringUpper): ASCII letters only, or with encoding "utf-8" every
-  cased letter (Python's full case mapping).
+- StringCase: ASCII letters, or with encoding "utf-8" every cased letter (as TF's ICU).
 - StringToHashBucketFast: farmhash's Fingerprint64 of the bytes, modulo num_buckets.
 - StringToNumber, AsString (TF's printf formats: width, fill, precision, scientific, shortest).
-- StringSplitV2: 1-D input split by sep (empty: runs of ASCII whitespace) into sparse
-  (indices, values, dense_shape); maxsplit limits the splits per string.
-- StringJoin (inputs of one shape or scalars, joined elementwise by separator), Substr (BYTE
-  or UTF8_CHAR units, negative positions from the end).
+- StringSplitV2: split by sep (empty: runs of ASCII whitespace) into sparse (indices, values,
+  dense_shape); maxsplit limits the splits. StringJoin (one shape or scalars, by separator),
+  Substr (BYTE or UTF8_CHAR units, negative positions from the end), StringEqual.
 """
 
 from __future__ import annotations
@@ -68,6 +63,44 @@ case = OPS.declare("StringCase", "Strings lowered or uppered: ASCII letters, or 
 case.lower(_lower_by_kernel)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# Where TF's utf-8 case change (ICU, Unicode 13 in TF 2.21) differs from Python's (Unicode 14):
+# code points (hex ranges) it leaves as they are, neither cased nor case-ignorable (for a final
+# sigma), and one it takes as case-ignorable. tools/gen_case_table.py --check proves it on every
+# code point; opp/native/case_table.h is generated from Python's str methods and these.
+TF_UNCASED = tuple(tuple(int(v, 16) for v in (r + "-" + r).split("-")[:2]) for r in """
+888 890-891 898-89F 8C9-8D2 C3C 180F 1AC1-1ACE 1DFA 2C2F 2C5F A7C0-A7C1 A7D0-A7D1 A7D3 A7D5-A7D9
+A7F2-A7F4 FBC2 10570-1057A 1057C-1058A 1058C-10592 10594-10595 10597-105A1 105A3-105B1 105B3-105B9
+105BB-105BC 10780-10785 10787-107B0 107B2-107BA 10F82-10F85 11070 11073-11074 110C2 1AFF0-1AFF3
+1AFF5-1AFFB 1AFFD-1AFFE 1CF00-1CF2D 1CF30-1CF46 1DF00-1DF09 1DF0B-1DF1E 1E2AE""".split())
+TF_CASE_IGNORABLE = "\u1734"
+_UNCASED = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in TF_UNCASED) + "]")
+_TF_ODD = re.compile(_UNCASED.pattern[:-1] + TF_CASE_IGNORABLE + "]")
+
+
+def sigma_class(c: str) -> str:
+    """TF's class of a character around a capital sigma: "cased", "ignorable" or "other"."""
+    if c in TF_CASE_IGNORABLE or _UNCASED.match(c):
+        return "ignorable" if c in TF_CASE_IGNORABLE else "other"
+    return "cased" if (c + "\u03a3").lower()[-1] == "\u03c2" else \
+        "other" if ("A\u03a3" + c + "A").lower()[1] == "\u03c2" else "ignorable"
+
+
+def _cased_beside(s: str, at: int, step: int) -> bool:
+    at += step
+    while 0 <= at < len(s) and sigma_class(s[at]) == "ignorable":
+        at += step
+    return 0 <= at < len(s) and sigma_class(s[at]) == "cased"
+
+
+def _case_utf8(s: str, upper: bool) -> str:
+    """TF's utf-8 StringLower/StringUpper (ICU): the text ends at a NUL byte, invalid UTF-8
+    becomes U+FFFD (maximal subparts), then the full case mapping with final sigma."""
+    s = s.encode("utf-8", "surrogateescape").split(b"\0", 1)[0].decode("utf-8", "replace")
+    if _TF_ODD.search(s) is None:
+        return s.upper() if upper else s.lower()
+    return "".join(c if _UNCASED.match(c) else c.upper() if upper else c.lower() if c != "\u03a3"
+                   else "\u03c2" if _cased_beside(s, at, -1) and not _cased_beside(s, at, 1)
+                   else "\u03c3" for at, c in enumerate(s))
 
 
 @case.kernel
@@ -76,7 +109,7 @@ def string_case(x, upper=False, encoding=""):
     if encoding not in ("", "utf-8"):
         raise ValueError(f"encoding {encoding!r} is not '' or 'utf-8'")
     if encoding:
-        change = str.upper if upper else str.lower
+        change = lambda s: _case_utf8(s, bool(upper))   # noqa: E731
     else:
         table = _ASCII_UPPER if upper else _ASCII_LOWER
         change = lambda s: s.translate(table)   # noqa: E731
@@ -316,6 +349,9 @@ join.lower(_lower_by_kernel)
 
 @join.kernel
 def string_join(*inputs, separator=""):
+    shapes = {np.shape(a) for a in inputs if np.ndim(a)}   # TF: one shape, or scalars
+    if len(shapes) > 1:
+        raise ValueError(f"Input shapes do not match: {' vs. '.join(map(str, sorted(shapes)))}")
     arrays = np.broadcast_arrays(*[_strings(a) for a in inputs])
     shape = arrays[0].shape
     flat = [a.reshape(-1) for a in arrays]
@@ -338,24 +374,56 @@ def _infer_substr(node):
 substr.lower(_lower_by_kernel)
 
 
+def _utf8_step(data: bytes, count: int, at: int, step: int):
+    """TF's Forward/BackNUTF8CharPositions: `count` characters (a byte and its trailing
+    0x80-0xBF bytes) on from byte `at`; (where, whether there were that many)."""
+    done = 0
+    while done < count and (at < len(data) if step > 0 else at > 0):
+        at += step
+        while 0 < at < len(data) and 0x80 <= data[at] <= 0xBF:
+            at += step
+        done += 1
+    return at, done == count
+
+
+def _substr_bytes(data: bytes, p: int, n: int, unit: str):
+    """TF's Substr of one string: its bytes, or None where pos is out of range."""
+    if unit == "BYTE":
+        start = p + len(data) if p < 0 else p
+        return None if not 0 <= start <= len(data) else data[start:start + n if n >= 0 else None]
+    if p >= 0:
+        start, ok = _utf8_step(data, p, 0, 1)
+        return data[start:_utf8_step(data, n, start, 1)[0]] if ok else None
+    skip = max(-p - n, 0)
+    end, ok = _utf8_step(data, skip, len(data), -1)
+    start, ok2 = _utf8_step(data, -p - skip, end, -1)
+    return data[start:end] if ok and ok2 else None
+
+
 @substr.kernel
 def substr_kernel(x, pos, length, unit="BYTE"):
-    x, pos, length = np.broadcast_arrays(_strings(x), np.asarray(pos), np.asarray(length))
+    x, pos, length = _strings(x), np.asarray(pos), np.asarray(length)
+    if pos.shape != length.shape:
+        raise ValueError(f"pos and len should have the same shape, got: {list(pos.shape)} vs. "
+                         f"{list(length.shape)}")
+    if pos.ndim and pos.shape != x.shape:   # TF broadcasts to at most 2 dimensions
+        rank = len(np.broadcast_shapes(x.shape, pos.shape)) if all(
+            a in (b, 1) or b == 1 for a, b in zip(x.shape[::-1], pos.shape[::-1])) else None
+        if rank is None:
+            raise ValueError(f"Incompatible shapes: {list(x.shape)} vs. {list(pos.shape)}")
+        if rank > 2:
+            raise ValueError(f"Substr broadcast not implemented for {rank} dimensions")
+    x, pos, length = np.broadcast_arrays(x, pos, length)
     out = []
-    for s, p, n in zip(x.reshape(-1), pos.reshape(-1), length.reshape(-1)):
-        units = s.encode("utf-8", "surrogateescape") if unit == "BYTE" else s
-        p, n = int(p), int(n)
-        if not -len(units) <= p <= len(units):
-            raise ValueError(f"pos {p} out of range for string of length {len(units)}")
-        start = p if p >= 0 else len(units) + p
-        piece = units[start:start + max(n, 0)]
-        if unit == "BYTE":
-            try:
-                piece = piece.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError("a BYTE substring splits a UTF-8 character, which "
-                                 "onnxruntime-extensions' string tensors cannot carry") from None
-        out.append(piece)
+    for i, (s, p, n) in enumerate(zip(x.reshape(-1), pos.reshape(-1), length.reshape(-1))):
+        piece = _substr_bytes(s.encode("utf-8", "surrogateescape"), int(p), int(n), unit)
+        if piece is None:
+            raise ValueError(f"pos {int(p)} out of range for string at index {i}")
+        try:
+            out.append(piece.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ValueError("a substring splits a UTF-8 character, which "
+                             "onnxruntime-extensions' string tensors cannot carry") from None
     return _out_strings(out, x.shape)
 
 
