@@ -15,8 +15,8 @@ KERNELS = "_kernels"
 # its Python kernel)
 HASH_OPS = ("StringToHashBucketFast",)                 # opp/native/fingerprint.cc
 STRING_OPS: tuple = ()    # opp/native/strings.cc: case, split, join, substr, equality
-NUMBER_OPS: tuple = ()    # opp/native/numbers.cc: StringToNumber, AsString
-BITWISE_OPS: tuple = ()   # opp/native/bitwise.cc (opp/bitwise.py's domain)
+NUMBER_OPS = ("StringToNumber", "AsString")              # opp/native/numbers.cc
+BITWISE_OPS = ("Bitcast",)                               # opp/native/bitwise.cc
 SERVED = {
     strings.DOMAIN: HASH_OPS + STRING_OPS + NUMBER_OPS,
     bitwise.DOMAIN: BITWISE_OPS,
