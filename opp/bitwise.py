@@ -107,15 +107,17 @@ _NO_KERNEL_TYPES = {"float16", "bfloat16", "complex64", "complex128"}
 
 @bitcast.kernel
 def bitcast_kernel(x, type=None):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     out = _ONNX_TO_NUMPY[int(type)] if not isinstance(type, str) else np.dtype(type)
     a, b = x.dtype.itemsize, np.dtype(out).itemsize
-    y = x.view(out)
-    if a > b:
-        return y.reshape(x.shape + (a // b,))
+    if a > b:       # a new last dim (a scalar too, which numpy's view refuses)
+        return x.reshape(x.shape + (1,)).view(out)
     if a < b:
-        return y.reshape(x.shape[:-1])
-    return y.reshape(x.shape)
+        if not x.shape or x.shape[-1] != b // a:
+            raise ValueError(f"Cannot bitcast from {x.dtype} to {np.dtype(out)}: shape "
+                             f"{x.shape} needs a last dim of {b // a}")
+        return x.view(out).reshape(x.shape[:-1])
+    return x.view(out)
 
 
 _ONNX_TO_NUMPY = {int(code): numpy_dtype(name) for name, code in ONNX_DTYPES.items()

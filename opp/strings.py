@@ -23,6 +23,7 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.shapes import broadcast_shapes, same_as_input
 from tf2ir.opp.fingerprint import fingerprint64
+from tf2ir.opp.number_text import parse_number, printf_float
 
 OPS = OpSet("tf2ir.opp.strings")
 DOMAIN = "ai.tf2ir.strings"
@@ -191,30 +192,14 @@ def _lower_to_number(ctx, node):
                           out_type=node.attrs["out_type"])
 
 
-_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
-
-
 @to_number.kernel
 def string_to_number(x, out_type="float32"):
+    """TF's parsing (opp/number_text.py)."""
     x, dtype = _strings(x), numpy_dtype(out_type)
-    values = []
-    for s in x.reshape(-1):
-        if dtype in (np.int32, np.int64):
-            if not _INT_TEXT.match(s):
-                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
-            value = int(s)
-            info = np.iinfo(dtype)
-            if not info.min <= value <= info.max:
-                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
-        else:
-            try:
-                if "_" in s:     # Python's float takes digit separators, TF's parser does not
-                    raise ValueError(s)
-                value = float(s)
-            except ValueError:
-                raise ValueError(f"StringToNumberOp could not correctly convert string: {s}") \
-                    from None
-        values.append(value)
+    values = [parse_number(s, dtype) for s in x.reshape(-1)]
+    for s, value in zip(x.reshape(-1), values):
+        if value is None:
+            raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
     return np.array(values, dtype).reshape(x.shape)
 
 
@@ -274,12 +259,13 @@ def as_string_kernel(x, precision=-1, scientific=False, shortest=False, width=-1
     dtype = "bool" if x.dtype == np.bool_ else "float32" if x.dtype.kind == "f" else "int64"
     spec = as_string_format(dtype, int(precision), bool(scientific), bool(shortest), int(width),
                             fill)
-    if dtype == "bool":
-        texts = [spec % ("true" if v else "false") for v in x.reshape(-1)]
+    if dtype == "bool":          # TF: no width, no fill
+        texts = ["true" if v else "false" for v in x.reshape(-1)]
     elif dtype == "int64":
         texts = [spec % int(v) for v in x.reshape(-1)]
-    else:
-        texts = [spec % float(v) for v in x.reshape(-1)]
+    else:   # C's printf, as TF (opp/number_text.py)
+        tiny = float(np.finfo(np.float64 if x.dtype == np.float64 else np.float32).tiny)
+        texts = [printf_float(spec, float(v), tiny) for v in x.reshape(-1)]
     return _out_strings(texts, x.shape)
 
 
