@@ -14,7 +14,7 @@ KERNELS = "_kernels"
 # domain → the ops opp/native/ serves (tests/opp/test_native_kernels.py checks each against
 # its Python kernel)
 HASH_OPS = ("StringToHashBucketFast",)                 # opp/native/fingerprint.cc
-STRING_OPS: tuple = ()    # opp/native/strings.cc: case, split, join, substr, equality
+STRING_OPS = ("StringCase", "StringSplitV2", "StringJoin", "Substr", "StringEqual")  # strings.cc
 NUMBER_OPS = ("StringToNumber", "AsString")              # opp/native/numbers.cc
 BITWISE_OPS = ("Bitcast",)                               # opp/native/bitwise.cc
 SERVED = {
