@@ -97,6 +97,8 @@ def inline_functions(tf_graph: TfGraph, converter: Optional["BodyConverter"] = N
             raise exc.located(model=tf_graph.model)
     library = {f.signature.name: f for f in tf_graph.library.function}
     count = _inline_calls(tf_graph, library) if library else 0
+    from tf2ir.parser.tables import resolve_tables
+    resolve_tables(tf_graph, library)   # tables passed into If/While bodies; run-time tables
     if library:
         functions = FunctionLibrary(tf_graph, library, converter)
         for name, node in list(tf_graph.nodes.items()):
