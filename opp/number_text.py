@@ -6,8 +6,9 @@ bodies of opp/strings.py's numpy kernels (opp/native/numbers.cc is their native 
   digits only, in range; floats in decimal with an optional exponent, in hexadecimal after 0x
   (fraction and binary exponent optional), inf, infinity and nan(chars) in any case, each
   rounded once from the exact value (float32 too: not through float64), overflowing to inf.
-- Writing floats (C's printf, as TF runs it): denormals flushed to signed zero, and a NaN's
-  sign shown ("-nan", where Python's % formatting writes "nan").
+- Writing floats (C's printf, as TF runs it): denormals flushed to signed zero, a NaN's sign
+  shown ("-nan", where Python's % formatting writes "nan"), inf and nan padded with spaces
+  under the '0' flag (Python's pads them with zeros).
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ def _to_float32(text: str, value: float, hexadecimal: bool) -> np.float32:
     differ only where `value` falls exactly halfway between two float32s."""
     with np.errstate(over="ignore"):
         near = np.float32(value)
-    if float(near) == value:
-        return near
-    below = near if float(near) < value else np.nextafter(near, np.float32(-np.inf))
-    above = near if float(near) > value else np.nextafter(near, np.float32(np.inf))
+        if float(near) == value:
+            return near
+        below = near if float(near) < value else np.nextafter(near, np.float32(-np.inf))
+        above = near if float(near) > value else np.nextafter(near, np.float32(np.inf))
     ends = [math.copysign(2.0 ** 128, float(b)) if np.isinf(b) else float(b) for b in (below, above)]
     if (ends[0] + ends[1]) / 2 != value:
         return near
@@ -87,8 +88,10 @@ def _exact(text: str, hexadecimal: bool) -> Fraction:
 def printf_float(spec: str, value: float, smallest: float) -> str:
     """C's printf of `value` with `spec` as TF runs it; `smallest`: the input type's smallest
     normal (below it, TF's flushed denormals print as zero)."""
-    if math.isnan(value):
-        return (spec % math.copysign(math.inf, value)).replace("inf", "nan")
+    if not math.isfinite(value):   # C pads inf and nan with spaces, never zeros
+        spec = "%" + spec[1:].lstrip("0")
+        if math.isnan(value):
+            return (spec % math.copysign(math.inf, value)).replace("inf", "nan")
     if value != 0 and abs(value) < smallest:
         value = math.copysign(0.0, value)
     return spec % value

@@ -261,7 +261,8 @@ def as_string_kernel(x, precision=-1, scientific=False, shortest=False, width=-1
                             fill)
     if dtype == "bool":          # TF: no width, no fill
         texts = ["true" if v else "false" for v in x.reshape(-1)]
-    elif dtype == "int64":
+    elif dtype == "int64":   # unsigned: TF's %u, which ignores the '+' and ' ' flags
+        spec = "%" + spec[1:].lstrip("+ ") if x.dtype.kind == "u" else spec
         texts = [spec % int(v) for v in x.reshape(-1)]
     else:   # C's printf, as TF (opp/number_text.py)
         tiny = float(np.finfo(np.float64 if x.dtype == np.float64 else np.float32).tiny)
