@@ -123,6 +123,12 @@ class TfNode:
     def has_attr(self, name: str) -> bool:
         return name in self._def.attr
 
+    def attr_bytes(self, name: str) -> Optional[bytes]:
+        """String attribute `name` as its bytes (`attrs` decodes strings as text, which loses
+        a binary value such as a SentencePiece model); None when it has none."""
+        value = self._def.attr[name] if name in self._def.attr else None
+        return value.s if value is not None and value.WhichOneof("value") == "s" else None
+
     def __repr__(self) -> str:
         return f"<TfNode {self.op_type} '{self.name}'>"
 

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '141e130972d5594cd2fe756d2adb0c7d405e863d'
+FINGERPRINT = 'b1af3efb25ef3388386074fb82c1533bf51d6999'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -14,29 +14,32 @@ SOURCES = {
     'builtin/image.py': 1389, 'builtin/imageops.py': 609, 'builtin/indexing.py': 1111,
     'builtin/inputs.py': 745, 'builtin/linalg.py': 2394, 'builtin/lists.py': 6335,
     'builtin/logical.py': 519, 'builtin/lookup.py': 4629, 'builtin/math.py': 1336,
-    'builtin/matrix.py': 1389, 'builtin/native.py': 1265, 'builtin/nn.py': 1827,
+    'builtin/matrix.py': 1389, 'builtin/native.py': 1286, 'builtin/nn.py': 1827,
     'builtin/norm.py': 997, 'builtin/pool.py': 1529, 'builtin/quantize.py': 2248,
     'builtin/ragged.py': 1768, 'builtin/random.py': 2357, 'builtin/reduce.py': 2117,
     'builtin/rnn.py': 17328, 'builtin/segment.py': 1769, 'builtin/select.py': 496,
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1469,
-    'builtin/suppression.py': 430, 'opp/__init__.py': 280, 'opp/angles.py': 1799,
-    'opp/arithmetic.py': 8320, 'opp/array.py': 16222, 'opp/bitwise.py': 5740,
-    'opp/blocks.py': 14529, 'opp/broadcast.py': 4200, 'opp/carriers.py': 1952,
-    'opp/compare.py': 8518, 'opp/complexmath.py': 5148, 'opp/concat.py': 8002,
-    'opp/control.py': 9869, 'opp/conv.py': 21252, 'opp/coordinates.py': 2957,
-    'opp/creation.py': 6225, 'opp/declare.py': 2975, 'opp/densesets.py': 5929,
-    'opp/detection.py': 18410, 'opp/emitting.py': 6847, 'opp/fallback.py': 1871,
-    'opp/fingerprint.py': 4663, 'opp/fusion.py': 7289, 'opp/image.py': 12041,
-    'opp/imageops.py': 12699, 'opp/indexing.py': 13619, 'opp/inputs.py': 1983,
-    'opp/layouts.py': 3980, 'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788,
-    'opp/lookup.py': 6471, 'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248,
-    'opp/norm.py': 7491, 'opp/pool.py': 7417, 'opp/quantize.py': 9622,
+    'builtin/suppression.py': 430, 'builtin/tftext_tokenize.py': 7040, 'builtin/unicode.py': 2123,
+    'opp/__init__.py': 280, 'opp/angles.py': 1799, 'opp/arithmetic.py': 8320,
+    'opp/array.py': 16222, 'opp/bitwise.py': 6005, 'opp/blocks.py': 14529,
+    'opp/broadcast.py': 4200, 'opp/carriers.py': 1952, 'opp/compare.py': 8518,
+    'opp/complexmath.py': 5148, 'opp/concat.py': 8002, 'opp/control.py': 9869,
+    'opp/conv.py': 21252, 'opp/coordinates.py': 2957, 'opp/creation.py': 6225,
+    'opp/declare.py': 2975, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
+    'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
+    'opp/fusion.py': 7289, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
+    'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
+    'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788, 'opp/lookup.py': 6471,
+    'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248, 'opp/norm.py': 7491,
+    'opp/number_text.py': 4460, 'opp/pool.py': 7417, 'opp/quantize.py': 9622,
     'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 19734, 'opp/random.py': 16850,
     'opp/reduce.py': 16540, 'opp/rnn.py': 6146, 'opp/segment.py': 17975, 'opp/select.py': 4281,
     'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
     'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
-    'opp/spectral.py': 18549, 'opp/strings.py': 16289, 'opp/suppression.py': 6795,
+    'opp/spectral.py': 18549, 'opp/strings.py': 19852, 'opp/strings_extra.py': 15920,
+    'opp/suppression.py': 6795, 'opp/tftext_sentencepiece.py': 12135,
+    'opp/tftext_tokenize.py': 14981, 'opp/unicode.py': 14781,
 }
 
 # hook → the modules that implement it
@@ -47,14 +50,14 @@ HOOKS = {
                           'linalg', 'lists', 'logical', 'lookup', 'math', 'matrix', 'nn', 'norm',
                           'pool', 'quantize', 'ragged', 'random', 'reduce', 'rnn', 'segment',
                           'select', 'setops', 'slicing', 'sparse', 'special', 'spectral',
-                          'strings', 'suppression'),
+                          'strings', 'suppression', 'tftext_tokenize', 'unicode'),
     'tf2ir_op_prototypes': ('arithmetic', 'array', 'bitwise', 'blocks', 'broadcast', 'compare',
                             'concat', 'control', 'conv', 'creation', 'densesets', 'detection',
                             'fallback', 'fusion', 'image', 'imageops', 'indexing', 'inputs',
                             'linalg', 'lists', 'logical', 'lookup', 'math', 'matrix', 'nn', 'norm',
                             'pool', 'quantize', 'ragged', 'random', 'reduce', 'rnn', 'segment',
                             'select', 'setops', 'slicing', 'sparse', 'special', 'spectral',
-                            'strings', 'suppression'),
+                            'strings', 'suppression', 'tftext_tokenize', 'unicode'),
     'tf2ir_fusion_passes': ('fusion', 'lookup', 'rnn'),
     'tf2ir_native_libraries': ('native',),
 }
@@ -150,6 +153,14 @@ ORIGIN_TYPES = {
                 'StringSplitV2', 'StringToHashBucketFast', 'StringToNumber', 'StringUpper',
                 'Substr'),
     'suppression': ('CombinedNonMaxSuppression',),
+    'tftext_tokenize': ('SentencepieceDetokenizeOp', 'SentencepieceIdToStringOp',
+                        'SentencepieceOp', 'SentencepieceStringToIdOp', 'SentencepieceTokenizeOp',
+                        'SentencepieceVocabSizeOp', 'TFText>NgramsStringJoin',
+                        'TFText>RoundRobinTrim', 'TFText>WhitespaceTokenizeWithOffsetsV2',
+                        'UnicodeScriptTokenizeWithOffsets'),
+    'unicode': ('Fingerprint', 'ReduceJoin', 'RegexFullMatch', 'StaticRegexFullMatch',
+                'StringFormat', 'StringLength', 'StringNGrams', 'StringStrip', 'UnicodeDecode',
+                'UnicodeDecodeWithOffsets', 'UnicodeEncode', 'UnicodeTranscode'),
 }
 
 # module → the IR op types it declares prototypes of
@@ -221,6 +232,13 @@ IR_TYPES = {
     'strings': ('AsString', 'RegexReplace', 'StringCase', 'StringEqual', 'StringJoin',
                 'StringSplitV2', 'StringToHashBucketFast', 'StringToNumber', 'Substr'),
     'suppression': ('CombinedNonMaxSuppression',),
+    'tftext_tokenize': ('NgramsStringJoin', 'RoundRobinTrim', 'SentencepieceDetokenize',
+                        'SentencepieceIdToString', 'SentencepieceModel', 'SentencepieceStringToId',
+                        'SentencepieceTokenize', 'SentencepieceTokenizePieces',
+                        'UnicodeScriptTokenize', 'WhitespaceTokenize'),
+    'unicode': ('Fingerprint', 'ReduceJoin', 'RegexFullMatch', 'StringFormat', 'StringLength',
+                'StringNGrams', 'StringStrip', 'UnicodeDecode', 'UnicodeDecodeWithOffsets',
+                'UnicodeEncode', 'UnicodeTranscode'),
 }
 
 # each fusion pass, and per pattern what a graph must hold for it to match (Needs):
