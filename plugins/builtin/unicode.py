@@ -1,0 +1,54 @@
+"""Built-in mappings for TF's Unicode and further string ops (opp/unicode.py,
+opp/strings_extra.py): StringLength, UnicodeDecode(WithOffsets), UnicodeEncode,
+UnicodeTranscode, Fingerprint, StringNGrams, StringStrip, ReduceJoin, StringFormat,
+RegexFullMatch and StaticRegexFullMatch."""
+
+import numpy as np
+
+from tf2ir.ir import ConversionError
+from tf2ir.opp import strings_extra, unicode
+from tf2ir.plugins import auto_mapping, hookimpl, register_op
+
+
+def parse_reduce_join(src, op):
+    """reduction_indices must be a constant: it decides the output's shape."""
+    auto_mapping(src, op)
+    axes = op.inputs[1].const_value if len(op.inputs) > 1 and op.inputs[1] is not None else None
+    if axes is None:
+        raise ConversionError("ReduceJoin: reduction_indices must be a constant")
+    op.inputs = op.inputs[:1]
+    op.set_attr("axes", [int(a) for a in np.asarray(axes).reshape(-1)])
+    op.set_attr("keep_dims", bool(src.attr("keep_dims", False)))
+    op.set_attr("separator", src.attr("separator", "") or "")
+
+
+def parse_static_full_match(src, op):
+    """StaticRegexFullMatch: the pattern attribute becomes a constant input."""
+    op.add_const_input(np.array(src.attr("pattern"), object), "pattern")
+
+
+def parse_string_format(src, op):
+    auto_mapping(src, op)
+    for name, default in (("template", "%s"), ("placeholder", "%s"), ("summarize", 3)):
+        op.set_attr(name, src.attr(name, default))
+
+
+MAPPINGS = [
+    register_op("ReduceJoin").origin_op_type("ReduceJoin").parse_params_fn(parse_reduce_join),
+    register_op("RegexFullMatch").origin_op_type("StaticRegexFullMatch")
+    .parse_params_fn(parse_static_full_match),
+    register_op("StringFormat").origin_op_type("StringFormat")
+    .parse_params_fn(parse_string_format),
+] + [register_op(op).origin_op_type(op) for op in (
+    "StringLength", "UnicodeDecode", "UnicodeDecodeWithOffsets", "UnicodeEncode",
+    "UnicodeTranscode", "Fingerprint", "StringNGrams", "StringStrip", "RegexFullMatch")]
+
+
+@hookimpl
+def tf2ir_op_mappings():
+    return MAPPINGS
+
+
+@hookimpl
+def tf2ir_op_prototypes():
+    return list(unicode.OPS) + list(strings_extra.OPS)
