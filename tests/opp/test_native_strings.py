@@ -341,3 +341,26 @@ def test_substr_property(texts, pos, length, unit):
         return
     got = _session(_substr_model(unit, np.int64)).run(None, {"x": x, "pos": p, "len": n})[0]
     np.testing.assert_array_equal(got, expected)
+
+
+# -- end to end: a converted TF text function runs natively --------------------------------------
+def test_converted_text_function_runs_natively():
+    from tf2ir.tools.api import convert
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def text(x):
+        words = tf.strings.split(tf.strings.lower(x, encoding="utf-8"))   # StringSplitV2
+        heads = tf.strings.substr(words.values, 0, 3, unit="UTF8_CHAR")
+        joined = tf.strings.join([heads, tf.strings.upper(words.values)], separator="|")
+        return joined, tf.equal(heads, words.values)
+
+    result = convert(text, quiet=True)
+    session = tf2ir.InferenceSession(result.model)
+    ops = {n.op_type for n in result.model.graph.node if n.domain == DOMAIN}
+    assert ops >= {"StringCase", "StringSplitV2", "Substr", "StringJoin", "StringEqual"}
+    assert session.python_ops == 0 and session.native_ops >= 6
+    x = np.array(["ΣΑΣ ΟΔΟΣ Straße", "", "  Привет  МИР  ", "日本語 テキスト ok"], object)
+    got = session.run(None, {session.get_inputs()[0].name: x})
+    expected = text(tf.constant(x.astype(object)))
+    np.testing.assert_array_equal(got[0], _text(expected[0].numpy()))
+    np.testing.assert_array_equal(got[1], expected[1].numpy())
