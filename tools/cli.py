@@ -104,11 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     new_plugin = sub.add_parser(
         "new-plugin", help="write an installable plugin package for a TF op type",
         description="Write NAME/ (setup.cfg with the tf2ir entry point, a plugin module and a "
-                    "passing test) mapping TF op type --origin-op to an IR op. Then: pip install NAME/")
+                    "test) mapping TF op type --origin-op to an IR op, with the op's inputs, "
+                    "outputs and attributes from TensorFlow's op registry where TensorFlow is "
+                    "installed. Then: pip install NAME/")
     new_plugin.add_argument("name", help="package name, e.g. my_ops")
     new_plugin.add_argument("--origin-op", required=True, metavar="TYPE", help="TF op type to map")
     new_plugin.add_argument("--ir-op", metavar="TYPE",
                             help="map to this existing IR op (default: declare a new IR op named TYPE)")
+    new_plugin.add_argument("--native", action="store_true",
+                            help="add a C++ kernel (NAME/PKG/kernels.cc, onnxruntime's lite custom-op "
+                                 "API) built at pip install; the Python kernel stays the fallback")
     new_plugin.add_argument("-o", "--out-dir", default=".", help="where to create NAME/")
     new_plugin.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     from tf2ir.tools import batch
@@ -274,9 +279,13 @@ def cmd_plugins(args) -> int:
 
 def cmd_new_plugin(args) -> int:
     from tf2ir.ir.errors import ExitStatus
-    from tf2ir.tools.scaffold import write_plugin_package
-    root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op)
-    print(f"wrote {root}: pip install {root} && tf2ir plugins | grep {args.origin_op}")
+    from tf2ir.tools.scaffold import package_name, write_plugin_package
+    root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op, args.native)
+    if args.native:
+        print(f"wrote {root}: write the compute in {os.path.join(root, package_name(args.name), 'kernels.cc')}, "
+              f"then pip install -e {root} && python -m pytest {os.path.join(root, 'tests')}")
+    else:
+        print(f"wrote {root}: pip install {root} && tf2ir plugins | grep {args.origin_op}")
     return ExitStatus.OK
 
 

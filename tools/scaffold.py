@@ -4,6 +4,10 @@ The package maps the origin op to an IR op: an existing one (`--ir-op`), or a ne
 it declares itself, whose lowering emits a node of a custom ONNX domain and whose numpy
 kernel tf2ir's runtime entry registers with onnxruntime. The author writes the kernel (or
 replaces the lowering with standard ONNX ops); the package's test runs the op against TF.
+With `--native` the package also carries a C++ kernel built at install (tools/scaffold_native.py).
+
+The op's inputs, outputs and attributes come from TensorFlow's op registry where TensorFlow is
+installed (imported here only, when a package is written); without it, one input is guessed.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import keyword
 import os
 import re
-from typing import Dict, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
@@ -38,45 +43,46 @@ requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
 """
 
-PLUGIN_NEW_OP = '''\
-"""tf2ir plugin: TensorFlow {origin} → IR {ir_op}.
+PLUGIN_NEW_OP = """\
+\"\"\"tf2ir plugin: TensorFlow {origin} → IR {ir_op}.
 
 The IR op is declared here with its shape inference, ONNX lowering and reference kernel.
 The lowering emits a node of the custom ONNX domain {domain!r}; the kernel (numpy) is its
 compute: tf2ir folds constants with it, and `tf2ir.InferenceSession` / `tf2ir run` /
 `tf2ir verify` register it with onnxruntime, so the converted model runs unchanged.
-Write {origin}'s semantics in `kernel`, or replace the lowering with standard ONNX ops.
-"""
-
+Write {origin}'s semantics in `kernel`, or replace the lowering with standard ONNX ops.{native_doc}
+\"\"\"
+{imports}
 import numpy as np
 
 from tf2ir.ir import op_prototype
-from tf2ir.opp.shapes import same_as_input
-from tf2ir.plugins import ImplyType, auto_mapping, hookimpl, register_op
+{shape_import}
+from tf2ir.plugins import ImplyType, auto_mapping, hookimpl, {plugin_names}
 
 DOMAIN = {domain!r}
 
-prototype = op_prototype({ir_op!r}, "TensorFlow {origin}, mapped by {package}") \\
-    .dynamic_input("x").output("y")
-prototype.infer(same_as_input)   # the output looks like the first input; adjust if not
+# {source}
+prototype = (op_prototype({ir_op!r}, "TensorFlow {origin}, mapped by {package}")
+{ports})
+{infer}
 
 
 @prototype.lower
 def lower_to_onnx(ctx, node):
     inputs = [ctx.input(i) for i in range(len(node.inputs))]
     attrs = {{k: v for k, v in node.attrs.items() if isinstance(v, (int, float, str))}}
-    getattr(ctx.op, {ir_op!r})(*inputs, out=ctx.output(0), domain=DOMAIN, **attrs)
+    getattr(ctx.op, {ir_op!r})(*inputs, {outs}, domain=DOMAIN, **attrs)
 
 
 @prototype.kernel
-def kernel(*inputs, **attrs):
-    """{origin} on numpy arrays: the inputs in order, the node's attributes by name;
-    returns an array (a tuple for several outputs)."""
+def kernel({params}, **attrs):
+    \"\"\"{origin} on numpy arrays: the inputs in order, the node's attributes by name;
+    returns an array (a tuple for several outputs).\"\"\"
     raise NotImplementedError("write {origin}'s compute in {package}/plugin.py: kernel")
 
 
 def parse_params(src, op):
-    """Fill the IR op from the TF node: same-named attributes map automatically."""
+    \"\"\"Fill the IR op from the TF node: same-named attributes map automatically.\"\"\"
     auto_mapping(src, op)
 
 
@@ -88,8 +94,8 @@ def tf2ir_op_prototypes():
 @hookimpl
 def tf2ir_op_mappings():
     return [register_op({ir_op!r}).framework_type("TENSORFLOW").origin_op_type({origin!r})
-            .parse_params_fn(parse_params).imply_type(ImplyType.CUSTOM)]
-'''
+            .parse_params_fn(parse_params).imply_type(ImplyType.CUSTOM){priority}]
+{native_hook}"""
 
 PLUGIN_EXISTING_OP = '''\
 """tf2ir plugin: TensorFlow {origin} → the existing IR op {ir_op}."""
@@ -109,14 +115,18 @@ def tf2ir_op_mappings():
 '''
 
 TEST = '''\
-"""Converts a one-node GraphDef with {origin} through this plugin, runs it in onnxruntime
-through tf2ir's runtime entry and compares with TensorFlow (where TensorFlow is installed)."""
+\"\"\"Converts a one-node GraphDef with {origin} through this plugin, runs it in onnxruntime
+through tf2ir's runtime entry and compares with TensorFlow (where TensorFlow is installed).
+
+{source}.\"\"\"
 
 import os
+import warnings
 
 import numpy as np
 import pytest
-from tensorboard.compat.proto import graph_pb2
+from google.protobuf import text_format
+from tensorboard.compat.proto import graph_pb2, types_pb2
 
 import tf2ir
 from tf2ir.ir.onnx.compile import compile_to_model
@@ -124,7 +134,17 @@ from tf2ir.parser import convert_graph_def
 from tf2ir.plugins import PluginManager
 
 PLUGIN_FILE = os.path.join(os.path.dirname(__file__), "..", {package!r}, "plugin.py")
-INPUT = np.linspace(0.25, 4.0, 8, dtype=np.float32)   # choose values {origin} accepts
+DOMAIN = {domain!r}
+INPUTS = {{   # the placeholders feeding {origin}: choose values it accepts
+{inputs}
+}}
+{chosen}NODE = \"\"\"name: "op" op: "{origin}" {node_inputs}
+{node_attrs}
+\"\"\"
+OUTPUTS = {outputs!r}   # {output_names}
+TF_TYPES = {{"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int8": "DT_INT8",
+            "int16": "DT_INT16", "int32": "DT_INT32", "int64": "DT_INT64", "uint8": "DT_UINT8",
+            "uint16": "DT_UINT16", "bool": "DT_BOOL", "object": "DT_STRING"}}
 
 
 def manager():
@@ -136,12 +156,22 @@ def manager():
 
 def one_node_graph():
     graph_def = graph_pb2.GraphDef()
-    x = graph_def.node.add(name="x", op="Placeholder")
-    x.attr["dtype"].type = 1                  # DT_FLOAT
-    x.attr["shape"].shape.dim.add().size = INPUT.size
-    node = graph_def.node.add(name="op", op={origin!r}, input=["x"])
-    node.attr["T"].type = 1
+    for name, value in INPUTS.items():
+        placeholder = graph_def.node.add(name=name, op="Placeholder")
+        placeholder.attr["dtype"].type = types_pb2.DataType.Value(TF_TYPES[value.dtype.name])
+        placeholder.attr["shape"].shape.SetInParent()
+        for size in value.shape:
+            placeholder.attr["shape"].shape.dim.add().size = size
+    text_format.Merge(NODE, graph_def.node.add())
     return graph_def
+
+
+def comparable(array):
+    \"\"\"TensorFlow gives strings as bytes, onnxruntime as str.\"\"\"
+    array = np.asarray(array)
+    if array.dtype != object:
+        return array
+    return np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(array)
 
 
 def test_the_plugin_maps_{test_name}():
@@ -149,15 +179,20 @@ def test_the_plugin_maps_{test_name}():
     graph, report = convert_graph_def(one_node_graph(), "one_node.pb", plugins)
     assert [n.op_type for n in graph.nodes] == [{ir_op!r}]
     session = tf2ir.InferenceSession(compile_to_model(graph), manager=plugins)
-    (result,) = session.run(None, {{"x": INPUT}})
-    tf = pytest.importorskip("tensorflow")
+    results = session.run(None, INPUTS)
+{native_check}    tf = pytest.importorskip("tensorflow")
     tf_graph = tf.Graph()
     with tf_graph.as_default():
         tf.compat.v1.import_graph_def(
             tf.compat.v1.GraphDef.FromString(one_node_graph().SerializeToString()), name="")
     with tf.compat.v1.Session(graph=tf_graph) as tf_session:
-        expected = tf_session.run("op:0", {{"x:0": INPUT}})
-    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+        expected = tf_session.run(OUTPUTS, {{name + ":0": value for name, value in INPUTS.items()}})
+    assert len(results) == len(expected)
+    for result, want in zip(results, expected):
+        if comparable(want).dtype == object:
+            np.testing.assert_array_equal(comparable(result), comparable(want))
+        else:
+            np.testing.assert_allclose(result, want, rtol=1e-5, atol=1e-6)
 '''
 
 
@@ -169,8 +204,9 @@ def package_name(name: str) -> str:
 
 
 def write_plugin_package(name: str, origin: str, out_dir: str = ".",
-                         ir_op: Optional[str] = None) -> str:
-    """Write the package into OUT_DIR/NAME; return its path. Refuses to overwrite."""
+                         ir_op: Optional[str] = None, native: bool = False) -> str:
+    """Write the package into OUT_DIR/NAME; return its path. Refuses to overwrite. `native`:
+    with a C++ kernel built at install (an op the package declares only)."""
     from tf2ir.plugins.manager import PluginManager
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", name):
         raise ConversionError(f"plugin name {name!r} must start with a letter and use letters, "
@@ -182,26 +218,230 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
         raise ConversionError(f"{root} exists already; choose another name or directory",
                               exit_code=ExitStatus.USAGE)
     package = package_name(name)
-    declared = PluginManager(use_env=False).prototypes
+    installed = PluginManager(use_env=False)
+    declared = installed.prototypes
     existing = ir_op is not None and ir_op in declared
     ir_op = ir_op or origin
     if not existing and ir_op in declared:
         raise ConversionError(f"IR op {ir_op} exists already; pass --ir-op {ir_op} to map to it, "
                               "or another --ir-op name to declare a new one", exit_code=ExitStatus.USAGE)
+    if existing and native:
+        raise ConversionError(f"--native writes a kernel for an IR op the package declares; {ir_op} "
+                              "is tf2ir's (leave out --ir-op, or --native)", exit_code=ExitStatus.USAGE)
+    signature = op_signature(origin)
     values = dict(name=name, package=package, origin=origin, ir_op=ir_op,
                   domain=f"ai.tf2ir.{package}", test_name=re.sub(r"\W", "_", origin).lower())
-    files: Dict[str, str] = {
+    values.update(test_values(origin, signature), native_check="", native_doc="", native_hook="",
+                  imports="", plugin_names="register_op",   # over a built-in mapping of origin:
+                  priority=".with_priority(1)" if installed.lookup(origin) is not None else "")
+    files: Dict[str, str] = {}
+    if native:
+        from tf2ir.tools.scaffold_native import native_files
+        files.update(native_files(values, signature))   # fills values' native_* entries
+    values.update(plugin_values(signature))
+    files.update({
         "setup.cfg": SETUP_CFG.format(**values),
         "pyproject.toml": PYPROJECT,
         os.path.join(package, "__init__.py"): f'"""tf2ir plugin package {name}."""\n',
         os.path.join(package, "plugin.py"): (PLUGIN_EXISTING_OP if existing else PLUGIN_NEW_OP).format(**values),
         os.path.join("tests", f"test_{package}.py"): TEST.format(**values),
-        "README.md": f"# {name}\n\ntf2ir plugin: TensorFlow `{origin}` → IR `{ir_op}`.\n\n"
-                     f"```sh\npip install .\ntf2ir plugins | grep {origin}\npython -m pytest tests\n```\n",
-    }
+    })
+    files.setdefault("README.md", f"# {name}\n\ntf2ir plugin: TensorFlow `{origin}` → IR `{ir_op}`.\n\n"
+                                  f"```sh\npip install .\ntf2ir plugins | grep {origin}\n"
+                                  "python -m pytest tests\n```\n")
     for rel, text in files.items():
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
     return root
+
+
+def plugin_values(signature: "Signature") -> Dict[str, str]:
+    """The prototype's ports and attributes, the kernel's parameters, the lowering's outputs."""
+    lines = []
+    if signature.variadic:   # a list input (N × T): one dynamic group, the node's inputs
+        lines.append('.dynamic_input("inputs")')
+    else:
+        lines += [f'.input({p.name!r}{", [%r]" % p.dtype if p.fixed else ""})' for p in signature.inputs]
+    lines += [f'.output({p.name!r}{", [%r]" % p.dtype if p.fixed else ""})' for p in signature.outputs]
+    for attr, kind, default in signature.attrs:
+        lines.append(f".attr({attr!r}, {kind!r}" + (f", {default!r})" if default is not None else ")"))
+    count = len(signature.outputs)
+    first = signature.inputs[0] if signature.inputs else None
+    if first is not None and count == 1 and not signature.outputs[0].fixed \
+            and signature.outputs[0].attr == first.attr:
+        infer = "prototype.infer(same_as_input)   # the output looks like the first input; adjust if not"
+        shape_import = "from tf2ir.opp.shapes import same_as_input"
+    else:
+        shape_import = "from tf2ir.ir.tensor import TensorDesc"
+        descs = []
+        for port in signature.outputs:
+            source = next((i for i, p in enumerate(signature.inputs) if port.attr and p.attr == port.attr), None)
+            descs.append(repr(port.dtype) if source is None and port.fixed or first is None else
+                         f"node.inputs[{source or 0}].desc.dtype")
+        shape = "node.inputs[0].desc.shape" if first is not None else "None"
+        infer = ("\n\n@prototype.infer\ndef infer(node):\n"
+                 '    """The outputs\' descs, each shaped like the first input: adjust to the op\'s."""\n'
+                 "    return [" + (",\n            ".join(f"TensorDesc({d}, {shape})" for d in descs)) + "]")
+    return dict(infer=infer, shape_import=shape_import, ports="\n".join(" " * 13 + line for line in lines),
+                params="*inputs" if signature.variadic else ", ".join(p.name for p in signature.inputs),
+                outs="out=ctx.output(0)" if count == 1 else
+                f"outputs=[ctx.output(i) for i in range({count})]")
+
+
+def test_values(origin: str, signature: "Signature") -> Dict[str, str]:
+    """The generated test's placeholders, node and fetches."""
+    inputs, floats = [], 0
+    for port in signature.inputs:
+        numpy = NUMPY_OF[port.dtype]
+        if port.dtype.startswith("float"):
+            low, high = [(0.25, 4.0), (0.5, 2.0)][min(floats, 1)]
+            value, floats = f"np.linspace({low}, {high}, 8, dtype=np.{numpy})", floats + 1
+        elif port.dtype == "bool":
+            value = "np.array([True, False] * 4)"
+        elif port.dtype == "string":
+            value = 'np.array(["tf2ir", "Hello", "a b", "", "x", "\\u00fcn\\u00ef", "42", "end"], dtype=object)'
+        else:
+            value = f"np.arange(1, 9, dtype=np.{numpy})"
+        inputs.append(f"    {port.name!r}: {value},")
+    chosen = "".join(f"# {a}: TF's registry gives no default; choose its value in NODE\n"
+                     for a in signature.chosen)
+    return dict(inputs="\n".join(inputs), chosen=chosen, source=signature.source,
+                node_inputs=" ".join(f'input: "{p.name}"' for p in signature.inputs),
+                node_attrs="\n".join(signature.node_attrs),
+                outputs=[f"op:{i}" for i in range(len(signature.outputs))],
+                output_names=", ".join(p.name for p in signature.outputs))
+
+
+# --- the op's signature: TensorFlow's op registry, or a guess -------------------------------
+
+NUMPY_OF = {"float16": "float16", "float32": "float32", "float64": "float64", "int8": "int8",
+            "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+            "uint16": "uint16", "bool": "bool_", "string": "object_"}   # the test graph's dtypes
+PREFERRED = ("float32", "float64", "int32", "int64", "string", "bool", "float16", "int8",
+             "int16", "uint8", "uint16")
+ATTR_KINDS = {"int": "int", "float": "float", "bool": "bool", "string": "str",
+              "list(int)": "ints", "list(float)": "floats", "list(bool)": "bools",
+              "list(string)": "strs"}   # TF attribute type → the prototype's attribute type
+RESERVED = set(keyword.kwlist) | {
+    "auto", "bool", "case", "char", "class", "const", "default", "delete", "double", "float",
+    "info", "inline", "int", "long", "namespace", "new", "operator", "ops", "out", "register",
+    "short", "signed", "static", "struct", "switch", "template", "this", "typename", "union",
+    "unsigned", "void"}   # not a port's name in Python or C++
+
+
+@dataclass
+class Port:
+    name: str     # an identifier in Python and C++ (TF's argument name, made safe)
+    dtype: str    # the IR dtype of the test graph's tensor
+    fixed: bool   # the op fixes the dtype (else a type attribute chooses it)
+    attr: str = ""   # the type attribute that chooses it
+
+
+@dataclass
+class Signature:
+    """What the package's files need of the origin op: ports, attributes, and whence."""
+    inputs: List[Port]
+    outputs: List[Port]
+    node_attrs: List[str]                  # text-format `attr { ... }` of the test graph's node
+    attrs: List[Tuple[str, str, Any]] = field(default_factory=list)   # (name, kind, default)
+    source: str = ""                       # one line: where the ports came from
+    chosen: List[str] = field(default_factory=list)   # attributes given a made-up value
+    variadic: bool = False                 # an input is a list (N × T): the kernel takes *inputs
+
+
+def guessed_signature(why: str) -> Signature:
+    return Signature([Port("x", "float32", False)], [Port("y", "float32", False)],
+                     ['attr { key: "T" value { type: DT_FLOAT } }'],
+                     source=f"{why}: one float32 input x and one output y are a guess; "
+                            "make INPUTS, NODE and the prototype's ports the op's")
+
+
+def op_signature(origin: str) -> Signature:
+    """The ports and attributes of TF op type `origin` from TensorFlow's op registry (TF is
+    imported here only), with a dtype chosen for each type attribute; a guess without TF."""
+    try:
+        from tf2ir.parser.frozen import import_tensorflow
+        import_tensorflow()
+        from google.protobuf import text_format
+        from tensorflow.core.framework import types_pb2
+        from tensorflow.python.framework import dtypes, op_def_registry
+    except ImportError:
+        return guessed_signature("TensorFlow is not installed")
+    op_def = op_def_registry.get(origin)
+    if op_def is None:
+        return guessed_signature(f"TensorFlow's op registry has no {origin}")
+
+    def ir_name(enum: int) -> str:
+        try:
+            return dtypes.as_dtype(enum).name
+        except TypeError:
+            return "?"
+
+    counted = {arg.number_attr for arg in op_def.input_arg if arg.number_attr}
+    types: Dict[str, str] = {}   # type attribute → the dtype chosen for it
+    counts: Dict[str, int] = {}  # number attribute → the count chosen
+    signature = Signature([], [], [], source=f"{origin}'s inputs, outputs and attributes from "
+                                             "TensorFlow's op registry")
+    for attr in op_def.attr:
+        has_default = attr.HasField("default_value")
+        if attr.type in ("type", "list(type)"):
+            allowed = [ir_name(t) for t in attr.allowed_values.list.type]
+            default = [ir_name(attr.default_value.type)] if attr.type == "type" and has_default else []
+            types[attr.name] = pick = next((t for t in default + list(PREFERRED)
+                                            if not allowed or t in allowed), "float32")
+            enum = types_pb2.DataType.Name(dtypes.as_dtype(pick).as_datatype_enum)
+            value = f"type: {enum}" if attr.type == "type" else f"list {{ type: {enum} }}"
+        elif has_default:
+            value = text_format.MessageToString(attr.default_value, as_one_line=True)
+            if attr.name in counted:
+                counts[attr.name] = attr.default_value.i
+        elif attr.type == "int":
+            value = f"i: {max(attr.minimum if attr.has_minimum else 1, 2)}"
+            if attr.name in counted:
+                counts[attr.name] = int(value[3:])
+            else:
+                signature.chosen.append(attr.name)
+        else:
+            value = {"float": "f: 1.0", "bool": "b: false", "string": 's: ""'}.get(attr.type, "list { }")
+            signature.chosen.append(attr.name)
+        signature.node_attrs.append(f'attr {{ key: "{attr.name}" value {{ {value} }} }}')
+        kind = ATTR_KINDS.get(attr.type)
+        if kind and attr.name not in counted:
+            signature.attrs.append((attr.name, kind, attr_default(attr) if has_default else None))
+
+    names: set = set()
+    for args, ports in ((op_def.input_arg, signature.inputs), (op_def.output_arg, signature.outputs)):
+        for arg in args:
+            dtype = ir_name(arg.type) if arg.type else types.get(arg.type_attr or arg.type_list_attr, "?")
+            dtype = dtype if dtype in NUMPY_OF else "float32"
+            many = arg.number_attr or arg.type_list_attr
+            signature.variadic |= bool(many) and ports is signature.inputs
+            for i in range(counts.get(arg.number_attr, 1)):
+                name = safe_name(arg.name + (f"_{i}" if arg.number_attr else ""), names)
+                ports.append(Port(name, dtype, bool(arg.type), arg.type_attr or arg.type_list_attr))
+    return signature
+
+
+def attr_default(attr) -> Any:
+    """A registry attribute's default as the prototype declares it."""
+    value = attr.default_value
+    which = value.WhichOneof("value")
+    if which == "list":
+        field_name = {"list(int)": "i", "list(float)": "f", "list(bool)": "b", "list(string)": "s"}[attr.type]
+        items = list(getattr(value.list, field_name))
+    else:
+        items = [getattr(value, which)]
+    items = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in items]
+    return items if which == "list" else items[0]
+
+
+def safe_name(name: str, taken: set) -> str:
+    name = re.sub(r"\W", "_", name) or "port"
+    if name[0].isdigit() or name in RESERVED:
+        name += "_"
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name

@@ -15,8 +15,9 @@ from tests.conftest import run_cli
 
 
 KERNEL = """    from statistics import NormalDist
-    return np.vectorize(NormalDist().inv_cdf, otypes=[inputs[0].dtype])(inputs[0])
+    return np.vectorize(NormalDist().inv_cdf, otypes=[x.dtype])(x)
 """
+XLOG1PY_KERNEL = "    return np.where(x == 0, 0, x * np.log1p(y)).astype(x.dtype)\n"
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +106,49 @@ def test_refuses_to_overwrite_and_bad_names(tmp_path):
     assert bad.returncode == 2 and "not a TF op type" in bad.stderr
     taken = run_cli("new-plugin", "r", "--origin-op", "Relu", "-o", str(tmp_path))
     assert taken.returncode == 2 and "--ir-op Relu" in taken.stderr
+
+
+def write_kernel(plugin, body: str) -> None:
+    """Replace the stub's `raise NotImplementedError(...)` line with `body`, as the author does."""
+    text = plugin.read_text()
+    stub = next(line for line in text.splitlines() if "raise NotImplementedError" in line)
+    plugin.write_text(text.replace(stub + "\n", body))
+
+
+def run_package_tests(package, env=None):
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(package / "tests")], capture_output=True, text=True,
+                          cwd=str(package.parent), env=env)
+
+
+def test_a_binary_op_gets_its_two_inputs_from_tensorflows_registry(tmp_path):
+    """Xlog1py (x, y → z, type attribute T) from TF's op registry: the prototype declares both
+    inputs and the generated test's graph feeds both, so with the kernel written it passes."""
+    result = run_cli("new-plugin", "xlog_ops", "--origin-op", "Xlog1py", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    package = tmp_path / "xlog_ops"
+    plugin = (package / "xlog_ops" / "plugin.py").read_text()
+    assert ".input('x')\n             .input('y')\n             .output('z'))" in plugin
+    assert "def kernel(x, y, **attrs):" in plugin
+    test = (package / "tests" / "test_xlog_ops.py").read_text()
+    assert "from TensorFlow's op registry" in test and "a guess" not in test
+    assert 'NODE = """name: "op" op: "Xlog1py" input: "x" input: "y"\n' \
+           'attr { key: "T" value { type: DT_FLOAT } }\n' in test
+    write_kernel(package / "xlog_ops" / "plugin.py", XLOG1PY_KERNEL)
+    ran = run_package_tests(package)   # not installed: the test loads plugin.py by path
+    assert ran.returncode == 0, ran.stdout[-3000:]
+    assert "1 passed" in ran.stdout
+
+
+def test_without_tensorflow_the_one_input_guess_is_said(tmp_path):
+    fake = tmp_path / "no_tf"
+    (fake / "tensorflow").mkdir(parents=True)
+    (fake / "tensorflow" / "__init__.py").write_text("raise ImportError('no TensorFlow here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")])}
+    result = run_cli("new-plugin", "guess", "--origin-op", "Xlog1py", "-o", str(tmp_path), env=env)
+    assert result.returncode == 0, result.stderr
+    test = (tmp_path / "guess" / "tests" / "test_guess.py").read_text()
+    assert ("TensorFlow is not installed: one float32 input x and one output y are a guess; "
+            "make INPUTS, NODE and the prototype's ports the op's") in test
+    assert 'input: "x"\n' in test and 'input: "y"' not in test
+    assert ".input('x')\n             .output('y'))" in (tmp_path / "guess" / "guess" / "plugin.py").read_text()
