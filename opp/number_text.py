@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from decimal import Decimal
 from fractions import Fraction
 from typing import Optional, Union
@@ -57,9 +58,12 @@ def _parse_float(s: str, single: bool):
     return _to_float32(text, value, bool(match["hex"])) if single else value
 
 
-def _to_float32(text: str, value: float, hexadecimal: bool) -> np.float32:
+def _to_float32(text: str, value: float, hexadecimal: bool):
     """`value` (the float64 nearest `text`) as the float32 nearest `text`: the two roundings
-    differ only where `value` falls exactly halfway between two float32s."""
+    differ only where `value` falls exactly halfway between two float32s (a float64 with 28
+    low mantissa bits zero, at least)."""
+    if int.from_bytes(struct.pack("<d", value), "little") & 0xFFFFFFF:
+        return value                       # not halfway: numpy's one rounding is the same
     with np.errstate(over="ignore"):
         near = np.float32(value)
         if float(near) == value:

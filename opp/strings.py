@@ -200,7 +200,8 @@ def string_to_number(x, out_type="float32"):
     for s, value in zip(x.reshape(-1), values):
         if value is None:
             raise ValueError(f"StringToNumberOp could not correctly convert string: {s}")
-    return np.array(values, dtype).reshape(x.shape)
+    with np.errstate(over="ignore"):     # float32 overflow: inf, as TF
+        return np.array(values, dtype).reshape(x.shape)
 
 
 AS_STRING_TYPES = NUMBER_TYPES + ("bool",)
