@@ -85,11 +85,14 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
     from tf2ir.parser.loader_trust import check_loader
     check_loader(path)   # TF would run every op its restore, init and signature functions hold
     tf = import_tensorflow()
+    missing = import_op_libraries(path)
     try:
         loaded = tf.saved_model.load(path, tags=list(tags) or None)
     except Exception as exc:
+        hint = (f" (op {missing[0]} is not registered: `pip install tensorflow-text` registers "
+                "tensorflow-text's ops)" if missing else "")
         raise ConversionError(f"cannot load SavedModel with tags {','.join(tags) or '(none)'}: "
-                              f"{first_line(exc)}", model=path) from None
+                              f"{first_line(exc)}{hint}", model=path) from None
     available = sorted(loaded.signatures.keys())
     if signature not in available:
         raise ConversionError(f"no signature '{signature}'; available: "
@@ -97,6 +100,31 @@ def freeze_saved_model(path: str, signature: str = DEFAULT_SIGNATURE,
                               model=path, exit_code=ExitStatus.USAGE)
     concrete = loaded.signatures[signature]
     return freeze_function(tf, concrete, path)
+
+
+def import_op_libraries(path: str) -> List[str]:
+    """Before TensorFlow's loader reads the SavedModel at `path`: when its graphs name op
+    types TensorFlow has not registered, import tensorflow_text (which registers its
+    tokenizer ops) if it is installed. Returns the op types still unregistered after that."""
+    from tensorflow.python.framework import op_def_registry
+
+    from tf2ir.parser.saved_model import _saved_model
+    ops, functions = set(), set()
+    for meta_graph in _saved_model(path).meta_graphs:
+        ops |= {n.op for n in meta_graph.graph_def.node}
+        for function in meta_graph.graph_def.library.function:
+            ops |= {n.op for n in function.node_def}
+            functions.add(function.signature.name)
+    missing = sorted(op for op in ops - functions if op_def_registry.get(op) is None)
+    if missing:
+        try:
+            import tensorflow_text  # noqa: F401  (registers its ops with TensorFlow)
+        except ImportError:
+            return missing
+        logging.getLogger("tf2ir").info("SavedModel: imported tensorflow_text for %s",
+                                        ", ".join(missing[:3]))
+        missing = [op for op in missing if op_def_registry.get(op) is None]
+    return missing
 
 
 def freeze_function(tf, concrete, model: str) -> Frozen:

@@ -105,7 +105,7 @@ def read_saved_model(path: str, signature: str, tags: Sequence[str]) -> Frozen:
         mapped = value.dtype != object and value.nbytes >= mapped_graph.MAPPED_MIN_BYTES > 0
         variables[node.name] = Variable(dtype, shape, value, mapped)
     for node in needed_tables:
-        _write_table(graph_def, node, sources, bundle, path)
+        _write_table(graph_def, node, sources, bundle, path, meta_graph)
     freeze_resources(graph_def, variables, path)
     _prune_library(graph_def)
     input_names = _rename_inputs(graph_def, inputs)
@@ -288,13 +288,16 @@ def _upstream(nodes, roots: List[str]) -> Set[str]:
 
 
 # -- tables, inputs and outputs -----------------------------------------------------------------
-def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
+def _write_table(graph_def, node, sources: Sources, bundle, model: str, meta_graph) -> None:
     """Table `node` as a HashTableV2 initialised from constants (see parser/tables.py)."""
     from tf2ir.parser.resources import set_const
     from tf2ir.parser.tables import write_const_table
     source = sources.tables.get(node.name)
     if source is None:
         problem = sources.table_problems.get(node.name)
+        if problem is not None and problem.op in FILE_INIT_OPS:
+            source = _file_table(node, problem, meta_graph, model)
+    if source is None:
         if problem is not None:
             raise NeedsTensorFlow(f"lookup table {node.name} is initialised by {problem.op} "
                                   f"(node '{problem.name}')", model=model, node=node.name,
@@ -305,7 +308,10 @@ def _write_table(graph_def, node, sources: Sources, bundle, model: str) -> None:
     kind, keys, values = source
 
     def fill(const, value):
-        if kind == "const":   # the initializer's own Const node, under the table's name
+        if kind == "array":   # read from a vocabulary file
+            dtype = node.attr["key_dtype" if value is keys else "value_dtype"].type
+            set_const(const, dtype, [value.size], value)
+        elif kind == "const":   # the initializer's own Const node, under the table's name
             name = const.name
             const.CopyFrom(value)
             const.name = name
@@ -355,3 +361,74 @@ def _add_outputs(graph_def, sig, outputs: Dict[str, str], input_names: List[str]
         taken.add(key)
         result.append(f"{key}:0")
     return result
+
+
+# -- tables initialised from a vocabulary file (an asset) -------------------------------------
+MAX_VOCABULARY_BYTES = 256 << 20
+
+
+def _file_table(table, init, meta_graph, model: str):
+    """("const", keys, values) NodeDef-free contents of a table that `init`
+    (InitializeTableFromTextFileV2) fills from the SavedModel's one asset, read as TensorFlow
+    reads it: lines without their '\n' and '\r', the key and value each the whole line (-2),
+    the line number (-1, plus `offset`) or a column split at `delimiter`; `vocab_size` lines
+    when it is not -1. None (TensorFlow decides) where the file is not plainly the one
+    asset, or where TensorFlow would fail (an empty line, a missing column, a duplicate key
+    with another value, a number that does not parse)."""
+    assets = list(meta_graph.asset_file_def)
+    if len(assets) != 1 or not assets[0].filename:
+        return None
+    path = os.path.join(model, "assets", assets[0].filename)
+    if not within(path, os.path.join(model, "assets")):
+        return None
+    data = read_regular(path, "asset", model, MAX_VOCABULARY_BYTES, model)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    lines = [line.replace(b"\r", b"") for line in lines]
+    size = init.attr["vocab_size"].i if "vocab_size" in init.attr else -1
+    if size >= 0:
+        if size > len(lines):
+            return None
+        lines = lines[:size]
+    delimiter = init.attr["delimiter"].s or b"\t"
+    offset = init.attr["offset"].i if "offset" in init.attr else 0
+    key_type, value_type = table.attr["key_dtype"].type, table.attr["value_dtype"].type
+
+    def column(line: bytes, number: int, index: int, dtype: int):
+        if index == -1:
+            item = number + offset
+        else:
+            if index == -2:
+                item = line
+            else:
+                parts = line.split(delimiter)
+                if index >= len(parts):
+                    raise ValueError("no column")
+                item = parts[index]
+            if dtype in (3, 9):   # int32, int64
+                item = int(item)
+            elif dtype in (1, 2):
+                item = float(item)
+            elif dtype != 7:
+                raise ValueError("dtype")
+        return item
+    keys, values = [], []
+    try:
+        for number, line in enumerate(lines):
+            if not line:
+                return None
+            keys.append(column(line, number, init.attr["key_index"].i, key_type))
+            values.append(column(line, number, init.attr["value_index"].i, value_type))
+    except ValueError:
+        return None
+    seen: Dict[object, object] = {}
+    for key, value in zip(keys, values):
+        if seen.setdefault(key, value) != value:
+            return None   # TensorFlow refuses a key with two values
+    return ("array", _array(list(seen), key_type), _array(list(seen.values()), value_type))
+
+
+def _array(items: list, dtype: int) -> np.ndarray:
+    kinds = {7: object, 9: np.int64, 3: np.int32, 1: np.float32, 2: np.float64}
+    return np.array(items, dtype=kinds.get(dtype, object)).reshape(-1)

@@ -208,7 +208,9 @@ def build(out_dir: str, names: Sequence[str] = MODELS) -> Dict[str, Dict[str, st
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops before any tracing)
 
+    from tf2ir.ir.errors import ConversionError
     from tf2ir.parser.frozen import freeze_function
+    from tf2ir.parser.load import load_saved_model
     os.makedirs(out_dir, exist_ok=True)
     work = os.path.join(out_dir, "_work")
     os.makedirs(work, exist_ok=True)
@@ -217,12 +219,26 @@ def build(out_dir: str, names: Sequence[str] = MODELS) -> Dict[str, Dict[str, st
         module = BUILDERS[name](tf, work)
         saved = os.path.join(out_dir, name)
         tf.saved_model.save(module, saved, signatures={"serving_default": module.serve})
-        graph_def, _, _ = freeze_function(tf, module.serve.get_concrete_function(), name)
+        module = tf.saved_model.load(saved)   # the file-initialised tables of the asset
+        try:   # TF's freezing: tables back as constants (parser/frozen.py, parser/tables.py)
+            graph_def, _, _ = freeze_function(tf, module.serve.get_concrete_function(), name)
+        except ConversionError:
+            graph_def = None
+        if graph_def is None or _drops_resources(graph_def):
+            # a tokenizer resource that is not a table (SentencepieceOp) becomes a bare
+            # Placeholder in TF's freezing: tf2ir's native SavedModel reading keeps it
+            graph_def, _, _ = load_saved_model(saved, "serving_default", ("serve",))
         pb = os.path.join(out_dir, f"{name}.pb")
         with open(pb, "wb") as f:
             f.write(graph_def.SerializeToString())
         paths[name] = {"saved_model": saved, "pb": pb}
     return paths
+
+
+def _drops_resources(graph_def) -> bool:
+    """Whether a frozen graph holds a resource Placeholder (a captured resource that TF's
+    freezing could not write back)."""
+    return any(n.op == "Placeholder" and n.attr["dtype"].type == 20 for n in graph_def.node)
 
 
 def reference(saved_model: str, strings: Sequence[str]) -> Dict[str, object]:

@@ -168,7 +168,18 @@ CONTROL_FLOW = frozenset("Case For If PartitionedCall StatefulPartitionedCall St
 # Stateless ops whose names the patterns of DENIED match, reviewed: they only compute.
 REVIEWED = frozenset("EncodeJpegVariableQuality TensorListStack TensorMapLookup "
                      "TensorMapStackKeys".split())
-ALLOWED = frozenset(ALLOWED_TEXT.split()) | REVIEWED | STATEFUL_ALLOWED | CONTROL_FLOW
+# tensorflow-text's tokenizer ops (issue 25), reviewed: they compute from their inputs and
+# attributes (SentencepieceOp makes its model from the `model` attribute); none reads a file.
+TEXT = frozenset("""
+CaseFoldUTF8 NormalizeUTF8 NormalizeUTF8WithOffsetsMap FastBertNormalize RegexSplitWithOffsets
+WordpieceTokenizeWithOffsets FastWordpieceTokenizeWithOffsets SentencepieceOp
+SentencepieceTokenizeOp SentencepieceTokenizeWithOffsetsOp SentencepieceDetokenizeOp
+SentencepieceIdToStringOp SentencepieceStringToIdOp SentencepieceVocabSizeOp
+TFText>WhitespaceTokenizeWithOffsetsV2 WhitespaceTokenizeWithOffsets
+UnicodeScriptTokenizeWithOffsets TFText>NgramsStringJoin TFText>RoundRobinTrim
+TFText>RoundRobinGenerateMasks SplitMergeTokenizeWithOffsets
+""".split())
+ALLOWED = frozenset(ALLOWED_TEXT.split()) | REVIEWED | STATEFUL_ALLOWED | CONTROL_FLOW | TEXT
 
 # What TensorFlow's SavedModel loader may run besides ALLOWED (parser/loader_trust.py checks a
 # SavedModel's MetaGraph with it before TensorFlow loads the directory): the state a SavedModel

@@ -271,21 +271,25 @@ def test_saved_model_converts_where_tensorflow_cannot_import(tmp_path):
         assert max_abs_error(value, want[name].numpy()) <= 1e-5, name
 
 
-def _vocabulary_file_model(tmp_path):
-    """A table initialised from a vocabulary file: the native reader refuses it."""
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("a\nb\nc\n")
+def _vocabulary_file_model(tmp_path, files: int = 1, text: str = "a\nb\nc\n"):
+    """Tables initialised from vocabulary files (assets, the first `vocab.txt` holding
+    `text`): the native reader reads one asset's table itself and refuses where the
+    SavedModel has several assets."""
+    vocabs = []
+    for i in range(files):
+        vocabs.append(tmp_path / ("vocab.txt" if i == 0 else f"vocab{i}.txt"))
+        vocabs[-1].write_text(text if i == 0 else "c\nb\n")
 
     class Vocab(tf.Module):
         def __init__(self):
             super().__init__()
-            self.table = tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+            self.tables = [tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
                 str(vocab), tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
-                tf.lookup.TextFileIndex.LINE_NUMBER), -1)
+                tf.lookup.TextFileIndex.LINE_NUMBER), -1) for vocab in vocabs]
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="w")])
         def __call__(self, w):
-            return {"id": self.table.lookup(w)}
+            return {"id": tf.add_n([t.lookup(w) for t in self.tables])}
 
     module = Vocab()
     saved = str(tmp_path / "vocab")
@@ -293,8 +297,21 @@ def _vocabulary_file_model(tmp_path):
     return saved
 
 
+def test_one_vocabulary_file_asset_is_read_natively(tmp_path, monkeypatch):
+    """Issue 25: a table filled from the SavedModel's one vocabulary-file asset (BERT's)
+    is read without TensorFlow, as TensorFlow reads it (lines without '\\r', line numbers)."""
+    saved = _vocabulary_file_model(tmp_path, text="a\nb\r\nc\n")
+    import tf2ir
+    monkeypatch.setenv(READER, "native")
+    words = np.array(["b", "a", "zz", "c", ""], dtype=object)
+    got = tf2ir.convert(saved).run({"w": words})["id"]
+    expected = tf.saved_model.load(saved).signatures["serving_default"](w=tf.constant(words))
+    np.testing.assert_array_equal(got, expected["id"].numpy())
+    np.testing.assert_array_equal(got, [1, 0, -1, 2, -1])
+
+
 def test_what_needs_tensorflow_falls_back_or_is_one_line(tmp_path, monkeypatch):
-    saved = _vocabulary_file_model(tmp_path)
+    saved = _vocabulary_file_model(tmp_path, files=2)
     from tf2ir.parser.load import load_model
     from tf2ir.parser.resources import NeedsTensorFlow
     monkeypatch.setenv(READER, "native")
