@@ -102,7 +102,7 @@ _LOCK = threading.Lock()
 
 
 def processor(model):
-    """A SentencePieceProcessor of `model` (cached by the model's digest)."""
+    """A SentencePieceProcessor of `model`, cached by the model's digest."""
     data = model_bytes(model)
     key = hashlib.sha256(data).digest()
     with _LOCK:
@@ -124,6 +124,28 @@ def processor(model):
     return made
 
 
+def extra_options(add_bos, add_eos, reverse) -> tuple:
+    """TF's extra options (HandleExtraOptions): bos, eos, reverse, in the order SentencePiece
+    applies them (so reverse moves bos to the end)."""
+    return tuple(name for name, on in (("bos", _flag(add_bos)), ("eos", _flag(add_eos)),
+                                       ("reverse", _flag(reverse))) if on)
+
+
+def apply_options(sp, rows: list, options: tuple, pieces: bool) -> list:
+    """SentencePiece's ApplyExtraOptions on each row of ids (or pieces)."""
+    for option in options:
+        if option == "reverse":
+            rows = [row[::-1] for row in rows]
+            continue
+        index = sp.bos_id() if option == "bos" else sp.eos_id()
+        if index < 0:
+            raise ValueError(f"the SentencePiece model defines no {option} id")
+        token = sp.IdToPiece(index) if pieces else index
+        rows = [[token] + row for row in rows] if option == "bos" else \
+            [row + [token] for row in rows]
+    return rows
+
+
 def _flag(value) -> bool:
     array = np.asarray(value).reshape(-1)
     if array.size != 1:
@@ -142,6 +164,8 @@ def _text(piece) -> str:
 def _lower_by_kernel(ctx, node):
     declared = next(p for p in OPS if p.op_type == node.op_type).attrs
     attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
+    if "model" in attrs:    # the proto as a bytes (STRING) attribute, not a list of ints
+        attrs["model"] = model_bytes(attrs["model"])
     getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
                                   outputs=[ctx.output(i) for i in range(len(node.outputs))],
                                   domain=DOMAIN, **attrs)
@@ -204,8 +228,8 @@ def _encode(x, add_bos, add_eos, reverse, model, out_type):
     """The rows of SentencePiece's Encode (TF's extra options) of each string, and splits."""
     sp = processor(model)
     texts = [_bytes(s) for s in _strings(x).reshape(-1)]
-    rows = sp.encode(texts, out_type=out_type, add_bos=_flag(add_bos), add_eos=_flag(add_eos),
-                     reverse=_flag(reverse)) if texts else []
+    rows = sp.encode(texts, out_type=out_type) if texts else []
+    rows = apply_options(sp, rows, extra_options(add_bos, add_eos, reverse), out_type is str)
     splits = np.zeros(len(rows) + 1, np.int64)
     np.cumsum([len(r) for r in rows], out=splits[1:])
     return [t for r in rows for t in r], splits
@@ -250,33 +274,10 @@ def sentencepiece_detokenize(values, splits, add_bos, add_eos, reverse, model=No
     size = sp.GetPieceSize()
     if values.size and (values.min() < 0 or values.max() >= size):
         raise ValueError(f"an id is out of range [0, {size})")
-    options = ":".join(name for name, on in (("reverse", _flag(reverse)), ("bos", _flag(add_bos)),
-                                             ("eos", _flag(add_eos))) if on)
-    with _LOCK:     # the decode options live in the shared processor
-        sp.SetDecodeExtraOptions(options)
-        try:
-            out = [sp.DecodeIdsAsSerializedProto([int(i) for i in values[a:b]])
-                   for a, b in zip(splits[:-1], splits[1:])]
-        finally:
-            sp.SetDecodeExtraOptions("")
-    return _out_strings([_text(_decoded_text(o)) for o in out], (len(out),))
-
-
-def _decoded_text(serialized: bytes) -> bytes:
-    """The `text` field (1) of a serialized SentencePieceText."""
-    pos = 0
-    while pos < len(serialized):
-        key, pos = _varint(serialized, pos)
-        if key & 7 == 2:
-            size, pos = _varint(serialized, pos)
-            if key >> 3 == 1:
-                return serialized[pos:pos + size]
-            pos += size
-        elif key & 7 == 0:
-            _, pos = _varint(serialized, pos)
-        else:
-            pos += 8 if key & 7 == 1 else 4
-    return b""
+    rows = [[int(i) for i in values[a:b]] for a, b in zip(splits[:-1], splits[1:])]
+    rows = apply_options(sp, rows, extra_options(add_bos, add_eos, reverse), False)
+    out = sp.decode(rows, out_type=bytes) if rows else []
+    return _out_strings([_text(o) for o in out], (len(out),))
 
 
 # -- ids ↔ pieces -----------------------------------------------------------------------------------

@@ -1,0 +1,184 @@
+"""Conformance of tensorflow-text's SentencePiece ops (opp/tftext_sentencepiece.py) against
+TensorFlow: tiny unigram and BPE models trained here (nothing downloaded) on generated text
+with mixed case, accents, full-width, CJK and Cyrillic; tokenized with each of TF's extra
+options, at two batch sizes, through tf2ir.InferenceSession. Ids and splits must be equal."""
+
+import gc
+import io
+import random
+import tempfile
+
+import numpy as np
+import pytest
+
+from tests.conformance.harness import as_text, assert_close, convert_function, relaxed
+
+tf = pytest.importorskip("tensorflow")
+text = pytest.importorskip("tensorflow_text")
+spm = pytest.importorskip("sentencepiece")
+
+TESTED_DTYPES = {
+    "SentencepieceOp": ("string",), "SentencepieceTokenizeOp": ("string",),
+    "SentencepieceDetokenizeOp": ("int32",), "SentencepieceIdToStringOp": ("int32",),
+    "SentencepieceStringToIdOp": ("string",), "SentencepieceVocabSizeOp": ("string",),
+}
+
+SYLLABLES = ["ka", "lo", "Mi", "ré", "tü", "sch", "ñu", "Ça", "þo", "при", "вет", "мир", "Дом",
+             "日本", "語", "東京", "中文", "テス", "ト", "ＡＢＣ", "ｘｙｚ", "１２３", "the", "QU", "ing"]
+PUNCT = ["", "", "", ",", ".", "!", "?", "...", "—", "「", "」", "(", ")"]
+
+
+def sentences(count: int, seed: int = 7):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        words = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))) + rng.choice(PUNCT)
+                 for _ in range(rng.randint(1, 10))]
+        out.append(" ".join(words))
+    return out
+
+
+@pytest.fixture(scope="module", params=["unigram", "bpe"])
+def model(request):
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences(400)), model_writer=buffer, vocab_size=200,
+        model_type=request.param, hard_vocab_limit=False, character_coverage=1.0,
+        minloglevel=2, num_threads=1)
+    return buffer.getvalue()
+
+
+TEXTS = np.array(["Hello World", "", "ÄÖü Straße naïve café", "привет МИР", "日本語のテスト",
+                  "ＡＢＣ full-width！ １２３", "MiXeD, Case... !?", "  spaces   around  ",
+                  "x" * 300, "Donaudampfschifffahrtsgesellschaftskapitän" * 3, "\t\n",
+                  "emoji 🙂 and ߷ rare"], object)
+SMALL = TEXTS[[1, 2, 4]]
+
+
+def check_text_op(fn, inputs, specs, extra_inputs=()):
+    """Convert `fn`, run it by tf2ir.InferenceSession and compare each output with TF's."""
+    import tf2ir
+    fn, specs, relay, reference = relaxed(fn, specs)
+    with tempfile.TemporaryDirectory(prefix="tf2ir-sp-") as directory:
+        path, graph, _, _ = convert_function(fn, specs, directory)
+        session = tf2ir.InferenceSession(path)
+        names = [i.name for i in session.get_inputs()]
+        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
+            feed = relay([np.asarray(a) for a in feed])
+            expected = [np.asarray(e) for e in tf.nest.flatten(
+                reference(*[tf.constant(a) for a in feed]))]
+            by_name = dict(zip([s.name for s in specs], feed))
+            actual = session.run(None, {n: by_name[n] for n in names})
+            assert len(actual) == len(expected)
+            for k, (want, got) in enumerate(zip(expected, actual)):
+                assert_close(as_text(want), as_text(got), what=f"output {k}")
+        del session
+        gc.collect()
+        return graph
+
+
+STRINGS = [tf.TensorSpec([None], tf.string, name="x0")]
+
+
+@pytest.mark.parametrize("bos, eos, reverse", [(False, False, False), (True, True, False),
+                                               (True, False, True), (False, True, True)])
+def test_tokenize_ids_and_splits(model, bos, eos, reverse):
+    tokenizer = text.SentencepieceTokenizer(model=model, add_bos=bos, add_eos=eos,
+                                            reverse=reverse)
+
+    def fn(x):
+        ragged = tokenizer.tokenize(x)
+        return ragged.flat_values, ragged.row_splits
+    graph = check_text_op(fn, [TEXTS], STRINGS, extra_inputs=[[SMALL]])
+    ops = {n.op_type for n in graph.nodes}
+    assert "SentencepieceTokenize" in ops
+
+
+def test_tokenize_a_matrix_and_nbest_one(model):
+    """A 2-D input (the op flattens it; the tokenizer re-shapes the rows) and nbest_size 1,
+    which TF treats as no sampling."""
+    tokenizer = text.SentencepieceTokenizer(model=model, nbest_size=1, alpha=0.5)
+
+    def fn(x):
+        ragged = tokenizer.tokenize(x)
+        return ragged.flat_values, ragged.nested_row_splits[-1]
+    matrix = TEXTS.reshape(3, 4)
+    check_text_op(fn, [matrix], [tf.TensorSpec([None, 4], tf.string, name="x0")],
+                  extra_inputs=[[matrix[:1]]])
+
+
+def test_tokenize_pieces(model):
+    tokenizer = text.SentencepieceTokenizer(model=model, out_type=tf.string, add_eos=True)
+
+    def fn(x):
+        ragged = tokenizer.tokenize(x)
+        return ragged.flat_values, ragged.row_splits
+    graph = check_text_op(fn, [TEXTS], STRINGS, extra_inputs=[[SMALL]])
+    assert "SentencepieceTokenizePieces" in {n.op_type for n in graph.nodes}
+
+
+def test_detokenize_id_to_string_string_to_id_and_vocab_size(model):
+    tokenizer = text.SentencepieceTokenizer(model=model)
+    ids = tokenizer.tokenize(tf.constant(TEXTS))
+
+    def fn(values, splits):
+        ragged = tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+        pieces = tokenizer.id_to_string(values)
+        return (tokenizer.detokenize(ragged), pieces, tokenizer.string_to_id(pieces),
+                tokenizer.vocab_size())
+    specs = [tf.TensorSpec([None], tf.int32, name="values"),
+             tf.TensorSpec([None], tf.int64, name="splits")]
+    small = tokenizer.tokenize(tf.constant(SMALL))
+    check_text_op(fn, [ids.flat_values.numpy(), ids.row_splits.numpy()], specs,
+                  extra_inputs=[[small.flat_values.numpy(), small.row_splits.numpy()]])
+
+
+@pytest.mark.parametrize("nbest, alpha", [(2, 0.1), (-1, 0.5)])
+def test_sampling_is_refused(model, nbest, alpha):
+    """Sampling (nbest_size > 1 or < 0) draws random tokenizations: refused with one error
+    naming the node and op type, no model written."""
+    from tf2ir.ir import ConversionError
+    tokenizer = text.SentencepieceTokenizer(model=model, nbest_size=nbest, alpha=alpha)
+    with tempfile.TemporaryDirectory() as directory:
+        with pytest.raises(ConversionError) as info:
+            convert_function(lambda x: tokenizer.tokenize(x).flat_values, STRINGS, directory)
+    message = str(info.value)
+    assert "SentencepieceTokenizeOp" in message and "sampl" in message
+    assert f"nbest_size {nbest}" in message
+
+
+def test_the_model_travels_in_the_attribute(model):
+    """The frozen graph holds SentencepieceOp with the model proto (restored from the captured
+    resource), and the ONNX node carries it as its `model` attribute, byte for byte."""
+    import onnx
+    tokenizer = text.SentencepieceTokenizer(model=model)
+    with tempfile.TemporaryDirectory() as directory:
+        path, _, _, pb = convert_function(lambda x: tokenizer.tokenize(x).flat_values, STRINGS,
+                                          directory)
+        graph_def = tf.compat.v1.GraphDef.FromString(open(pb, "rb").read())
+        ops = [n for n in graph_def.node if n.op == "SentencepieceOp"]
+        assert len(ops) == 1 and ops[0].attr["model"].s == model
+        nodes = [n for n in onnx.load(path).graph.node if n.op_type == "SentencepieceTokenize"]
+        assert len(nodes) == 1 and nodes[0].domain == "ai.tf2ir.text"
+        attr = next(a for a in nodes[0].attribute if a.name == "model")
+        assert attr.type == onnx.AttributeProto.STRING and attr.s == model
+
+
+def test_a_corrupt_or_missing_model_is_refused(model):
+    """A frozen graph whose SentencepieceOp holds bytes that are not a model, or no model,
+    is refused with one error naming the node's op type (converting the .pb, no TF)."""
+    from tests.conformance.harness import _manager
+    from tf2ir.ir import ConversionError
+    from tf2ir.parser.pipeline import convert_file
+    tokenizer = text.SentencepieceTokenizer(model=model)
+    with tempfile.TemporaryDirectory() as directory:
+        _, _, _, pb = convert_function(lambda x: tokenizer.tokenize(x).flat_values, STRINGS,
+                                       directory)
+        graph_def = tf.compat.v1.GraphDef.FromString(open(pb, "rb").read())
+        for bad, says in ((b"\x0f\xff\xff", "not a model"), (b"", "not in the graph")):
+            next(n for n in graph_def.node if n.op == "SentencepieceOp").attr["model"].s = bad
+            with open(pb, "wb") as f:
+                f.write(graph_def.SerializeToString())
+            with pytest.raises(ConversionError) as info:
+                convert_file(pb, _manager())
+            assert "SentencepieceOp" in str(info.value) and says in str(info.value)
