@@ -22,6 +22,9 @@ from typing import Dict, List, Optional, Tuple
 _TYPED_USERS = {"LookupTableFindV2": ("Tin", "Tout"), "LookupTableImportV2": ("Tin", "Tout"),
                 "LookupTableInsertV2": ("Tin", "Tout"), "LookupTableRemoveV2": ("Tin", None),
                 "LookupTableExportV2": ("Tkeys", "Tvalues")}
+# ops whose kernels read the table at input 1 with fixed dtypes (DataType enums): TF-text's
+# WordPiece looks its vocabulary up as string → int64
+_FIXED_TYPES = {"WordpieceTokenizeWithOffsets": (7, 9)}
 
 
 def captured_resources(concrete) -> Dict[str, object]:
@@ -85,6 +88,9 @@ def _typed_users(nodes, names, functions, found: List[int], seen: set, depth: in
             if attrs is not None and position == 0:
                 found[0] = found[0] or node.attr[attrs[0]].type
                 found[1] = found[1] or (node.attr[attrs[1]].type if attrs[1] else 0)
+            if node.op in _FIXED_TYPES and position == 1:
+                found[0], found[1] = found[0] or _FIXED_TYPES[node.op][0], \
+                    found[1] or _FIXED_TYPES[node.op][1]
             if node.op in FUNCTION_ATTRS and depth < MAX_DEPTH:
                 index = position - FUNCTION_ATTRS[node.op][1]
                 for fname in called_functions(node):
@@ -277,6 +283,11 @@ def _sink(tf_graph, library, node, tables: Dict[str, _Table]) -> List[str]:
 def _specialise(tf_graph, library, fdef, passed: Dict[int, _Table]):
     """A copy of `fdef` with each table of `passed` (argument index → table) written into
     its body in place of the argument; its name and the tables its body inserts into."""
+    used = {r.split(":")[0] for n in fdef.node_def for r in n.input}
+    passed = {i: t for i, t in passed.items()
+              if i < len(fdef.signature.input_arg) and fdef.signature.input_arg[i].name in used}
+    if not passed:   # nothing reads those arguments (or they were written in already)
+        return fdef.signature.name, []
     base = fdef.signature.name
     count = 1
     while f"{base}_tf2ir_table_{count}" in library:
