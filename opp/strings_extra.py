@@ -76,8 +76,9 @@ def fingerprint_kernel(data, method="farmhash64"):
     if data.ndim == 0:
         raise ValueError("data should have at least one dimension")
     rows = data.shape[0]
+    width = int(np.prod(data.shape[1:], dtype=np.int64))
     if data.dtype == object:
-        flat = _strings(data).reshape(rows, -1) if data.size else np.zeros((rows, 0), object)
+        flat = _strings(data).reshape(rows, width)
         hashes = []
         for row in flat:
             if row.size == 1:
@@ -86,7 +87,7 @@ def fingerprint_kernel(data, method="farmhash64"):
                 inner = b"".join(_le(fingerprint64(raw_bytes(s))) for s in row)
                 hashes.append(_le(fingerprint64(inner)))
     else:
-        flat = np.ascontiguousarray(data.reshape(rows, -1).astype(data.dtype.newbyteorder("<")))
+        flat = np.ascontiguousarray(data.reshape(rows, width).astype(data.dtype.newbyteorder("<")))
         hashes = [_le(fingerprint64(row.tobytes())) for row in flat]
     out = np.frombuffer(b"".join(hashes), np.uint8) if hashes else np.zeros(0, np.uint8)
     return out.reshape(rows, 8).copy()
@@ -139,6 +140,8 @@ def string_ngrams(data, splits, separator=" ", ngram_widths=(), left_pad="", rig
         if splits[-1] != data.size:
             raise ValueError(f"last split value must be data size {data.size}, got {splits[-1]}")
     pad_width = int(pad_width)
+    if not data.size:     # TF: no data, no n-grams, whatever the padding
+        return _out_strings([], (0,)), np.zeros(splits.size, splits.dtype)
 
     def pad_of(width):
         return min(width - 1 if pad_width < 0 else pad_width, width - 1)
@@ -298,9 +301,11 @@ def _element(value, dtype) -> str:
 
 def summarize_value(x: np.ndarray, summarize: int) -> str:
     """TF's Tensor::SummarizeValue(summarize, print_v2=true)."""
-    if x.ndim == 0:
-        return _element(x.reshape(-1)[0], x.dtype)
     ends = x.size if summarize < 0 else min(summarize, x.size)
+    if ends == 0 and x.dtype == np.bool_:      # TF prints no bools at all
+        return ""
+    if x.ndim == 0:
+        return _element(x.reshape(-1)[0], x.dtype) if ends else "..."
     flat, rank, out = x.reshape(-1), x.ndim, []
 
     def spacing(dim):
@@ -344,7 +349,11 @@ def string_format_kernel(*inputs, template="%s", placeholder="%s", summarize=3):
 full_match = OPS.declare("RegexFullMatch", "Whether each string matches pattern (RE2) as a "
                                            "whole.") \
     .input("input", STRING).input("pattern", STRING).output("output", ("bool",))
-full_match.infer(lambda node: [TensorDesc("bool", node.inputs[0].desc.shape)])
+
+
+@full_match.infer
+def _infer_full_match(node):
+    return [TensorDesc("bool", node.inputs[0].desc.shape)]
 
 
 @full_match.lower

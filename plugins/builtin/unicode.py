@@ -27,6 +27,17 @@ def parse_static_full_match(src, op):
     op.add_const_input(np.array(src.attr("pattern"), object), "pattern")
 
 
+def parse_fingerprint(src, op):
+    """Fingerprint's method is an input: it must be the constant "farmhash64"."""
+    method = op.inputs[1].const_value if len(op.inputs) > 1 and op.inputs[1] is not None else None
+    if method is None or np.asarray(method).size != 1:
+        raise ConversionError("Fingerprint: method must be one constant string")
+    method = np.asarray(method, object).reshape(-1)[0]
+    op.inputs = op.inputs[:1]
+    op.set_attr("method", method.decode("utf-8", "replace") if isinstance(method, bytes)
+                else str(method))
+
+
 def parse_string_format(src, op):
     auto_mapping(src, op)
     for name, default in (("template", "%s"), ("placeholder", "%s"), ("summarize", 3)):
@@ -37,11 +48,12 @@ MAPPINGS = [
     register_op("ReduceJoin").origin_op_type("ReduceJoin").parse_params_fn(parse_reduce_join),
     register_op("RegexFullMatch").origin_op_type("StaticRegexFullMatch")
     .parse_params_fn(parse_static_full_match),
+    register_op("Fingerprint").origin_op_type("Fingerprint").parse_params_fn(parse_fingerprint),
     register_op("StringFormat").origin_op_type("StringFormat")
     .parse_params_fn(parse_string_format),
 ] + [register_op(op).origin_op_type(op) for op in (
     "StringLength", "UnicodeDecode", "UnicodeDecodeWithOffsets", "UnicodeEncode",
-    "UnicodeTranscode", "Fingerprint", "StringNGrams", "StringStrip", "RegexFullMatch")]
+    "UnicodeTranscode", "StringNGrams", "StringStrip", "RegexFullMatch")]
 
 
 @hookimpl
