@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'e0df34b31060982b79332fcb66b482be1ab60008'
+FINGERPRINT = '485229a162cfb030ef44b394a3cebeb2a9330cb7'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,7 +21,7 @@ SOURCES = {
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1469,
     'builtin/suppression.py': 430, 'builtin/tftext_tokenize.py': 7040,
-    'builtin/tftext_wordpiece.py': 4696, 'builtin/unicode.py': 2764, 'opp/__init__.py': 280,
+    'builtin/tftext_wordpiece.py': 4696, 'builtin/unicode.py': 2751, 'opp/__init__.py': 280,
     'opp/angles.py': 1799, 'opp/arithmetic.py': 8320, 'opp/array.py': 16222,
     'opp/bitwise.py': 6005, 'opp/blocks.py': 14529, 'opp/broadcast.py': 4200,
     'opp/carriers.py': 1952, 'opp/compare.py': 8518, 'opp/complexmath.py': 5148,
@@ -37,7 +37,7 @@ SOURCES = {
     'opp/random.py': 16850, 'opp/reduce.py': 16540, 'opp/rnn.py': 6146, 'opp/segment.py': 17975,
     'opp/select.py': 4281, 'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
     'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
-    'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 16227,
+    'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 16893,
     'opp/suppression.py': 6795, 'opp/tftext_normalize.py': 11065, 'opp/tftext_regex.py': 12864,
     'opp/tftext_sentencepiece.py': 12465, 'opp/tftext_tokenize.py': 14981,
     'opp/tftext_wordpiece.py': 6315, 'opp/unicode.py': 14781,
