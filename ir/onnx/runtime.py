@@ -205,8 +205,10 @@ class InferenceSession:
         return getattr(self._session, name)
 
     def __del__(self):
-        for key in self._keys:
-            _BODIES.pop(key, None)
+        bodies = _BODIES   # None when the interpreter is tearing the module down
+        for key in getattr(self, "_keys", ()):
+            if bodies is not None:
+                bodies.pop(key, None)
 
 
 def _input_type(proto: onnx.ModelProto) -> Callable[[onnx.NodeProto], Optional[str]]:

@@ -86,12 +86,21 @@ template <typename Make>
 void write_strings(Ort::KernelContext& ctx, size_t index, const Shape& shape, Make make) {
   Ort::UnownedValue out = ctx.GetOutput(index, shape.data(), shape.size());
   const size_t n = element_count(shape);
-  std::string buffer;
+  std::vector<std::string> made(n);
+  bool nul = false;
   for (size_t i = 0; i < n; ++i) {
-    buffer.clear();
-    make(i, buffer);
-    char* at = out.GetResizedStringTensorElementBuffer(i, buffer.size());
-    if (!buffer.empty()) std::memcpy(at, buffer.data(), buffer.size());
+    make(i, made[i]);
+    nul = nul || std::memchr(made[i].data(), 0, made[i].size()) != nullptr;
+  }
+  if (n > 0 && !nul) {   // one call for the whole tensor (C strings: only where no NUL is held)
+    std::vector<const char*> texts(n);
+    for (size_t i = 0; i < n; ++i) texts[i] = made[i].c_str();
+    out.FillStringTensor(texts.data(), n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    char* at = out.GetResizedStringTensorElementBuffer(i, made[i].size());
+    if (!made[i].empty()) std::memcpy(at, made[i].data(), made[i].size());
   }
 }
 
