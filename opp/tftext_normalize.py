@@ -58,6 +58,22 @@ def from_utf8(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
+_CACHE: Dict[int, tuple] = {}
+
+
+def cached(array, build):
+    """build(array), kept while `array` (a node attribute, the same object on every run) lives:
+    a kernel's vocabulary or trie is prepared once, not per run."""
+    hit = _CACHE.get(id(array))
+    if hit is not None and hit[0] is array:
+        return hit[1]
+    if len(_CACHE) > 32:
+        _CACHE.clear()
+    value = build(array)
+    _CACHE[id(array)] = (array, value)
+    return value
+
+
 # -- NormalizeUTF8 --------------------------------------------------------------------------
 normalize = OPS.declare("NormalizeUTF8", "Unicode normalization (NFC, NFKC, NFD, NFKD) of "
                                          "each string.") \
@@ -240,7 +256,8 @@ bert_normalize.lower(lower_by_kernel(OPS))
 @bert_normalize.kernel
 def fast_bert_normalize(x, trie=None, pool=None, data_zero=0, get_offsets=False):
     x = _strings(x).reshape(-1)
-    walker, pool_bytes = DartsTrie(trie), np.asarray(pool, np.uint8).tobytes()
+    walker = cached(trie, DartsTrie)
+    pool_bytes = cached(pool, lambda p: np.asarray(p, np.uint8).tobytes())
     mapped: Dict[str, object] = {}
     texts, offsets, splits = [], [], [0]
     for s in x:

@@ -24,7 +24,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.opp.strings import _out_strings, _strings
-from tf2ir.opp.tftext_normalize import from_utf8, lower_by_kernel, utf8
+from tf2ir.opp.tftext_normalize import cached, from_utf8, lower_by_kernel, utf8
 
 OPS = OpSet("tf2ir.opp.tftext_wordpiece")
 STRING = ("string",)
@@ -123,7 +123,7 @@ def ragged_outputs(rows, kind: str):
 def wordpiece_tokenize(x, vocab=None, suffix_indicator="##", max_bytes_per_word=100,
                        max_chars_per_token=0, use_unknown_token=True, unknown_token="[UNK]",
                        split_unknown_characters=False, output_row_partition_type="row_splits"):
-    words = vocab_set(vocab)
+    words = cached(vocab, vocab_set)
     suffix, unknown = utf8(suffix_indicator), utf8(unknown_token)
     rows = [wordpiece(utf8(s), words.__contains__, suffix, int(max_bytes_per_word),
                       int(max_chars_per_token), bool(use_unknown_token), unknown,
