@@ -12,8 +12,8 @@ RE2 replace kernel (TF's regex engine), twice, and StringEqual.
 - StringNGrams: TF's padding rules (pad_width -1: width - 1; never more than width - 1) and
   preserve_short_sequences (one n-gram of the whole padded row when no width fits).
 - StringStrip: ASCII whitespace (" \\t\\n\\v\\f\\r") off both ends, as absl's strip.
-- ReduceJoin: the reduced axes joined with the first one listed varying fastest; the axes
-  must be constant.
+- ReduceJoin: the reduced axes joined with the first one listed varying fastest; constant
+  axes give a known output shape, run-time ones (or an input of unknown rank) an unknown one.
 - StringFormat: TF's print_v2 summaries (numpy-like; floats shortest-round-trip as TF's
   FloatToBuffer, strings quoted and C-escaped with UTF-8 kept); complex numbers refused.
 """
@@ -178,10 +178,12 @@ def string_strip(x):
 
 
 # -- ReduceJoin ------------------------------------------------------------------------------------
-reduce_join = OPS.declare("ReduceJoin", "Strings joined by separator across axes (constant; "
-                                        "the first listed varies fastest); keep_dims keeps "
-                                        "them as 1.") \
-    .input("inputs", STRING).output("output", STRING).attr("axes", "ints") \
+reduce_join = OPS.declare("ReduceJoin", "Strings joined by separator across axes (the first "
+                                        "listed varies fastest); keep_dims keeps them as 1. "
+                                        "The axes are attribute `axes`, or when not constant "
+                                        "the input reduction_indices.") \
+    .input("inputs", STRING).optional_input("reduction_indices", ("int32", "int64")) \
+    .output("output", STRING).attr("axes", "ints", ()) \
     .attr("keep_dims", "bool", False).attr("separator", "str", "")
 
 
@@ -200,10 +202,8 @@ def _axes(axes, rank):
 @reduce_join.infer
 def _infer_reduce_join(node):
     shape = node.inputs[0].desc.shape
-    if shape is None:
-        if node.attrs["axes"]:
-            raise ConversionError("ReduceJoin: the input's rank must be known")
-        return same_as_input(node)
+    if shape is None or (len(node.inputs) > 1 and node.inputs[1] is not None):
+        return [TensorDesc("string", None)]
     try:
         axes = _axes(node.attrs["axes"], len(shape))
     except ValueError as exc:
@@ -213,13 +213,22 @@ def _infer_reduce_join(node):
     return [TensorDesc("string", out)]
 
 
-reduce_join.lower(_lower)
+@reduce_join.lower
+def _lower_reduce_join(ctx, node):
+    """Run-time axes enter as int64 (a Cast where TF's are int32)."""
+    inputs = [ctx.input(0)]
+    if len(node.inputs) > 1 and node.inputs[1] is not None:
+        inputs.append(ctx.op.Cast(ctx.input(1), to=ONNX_DTYPES["int64"]))
+    axes = list(node.attrs["axes"])      # an empty list is left out (ONNX cannot type it)
+    ctx.op.ReduceJoin(*inputs, out=ctx.output(0), domain=DOMAIN, axes=axes or None,
+                      keep_dims=node.attrs["keep_dims"], separator=node.attrs["separator"])
 
 
 @reduce_join.kernel
-def reduce_join_kernel(x, axes=(), keep_dims=False, separator=""):
+def reduce_join_kernel(x, indices=None, axes=(), keep_dims=False, separator=""):
     x = _strings(x)
-    axes = _axes([int(a) for a in axes], x.ndim)
+    listed = axes if indices is None else np.asarray(indices).reshape(-1)
+    axes = _axes([int(a) for a in listed], x.ndim)
     kept = [i for i in range(x.ndim) if i not in axes]
     moved = np.transpose(x, kept + axes[::-1])
     rows = moved.reshape(int(np.prod([x.shape[i] for i in kept], dtype=np.int64)),

@@ -11,13 +11,13 @@ from tf2ir.plugins import auto_mapping, hookimpl, register_op
 
 
 def parse_reduce_join(src, op):
-    """reduction_indices must be a constant: it decides the output's shape."""
+    """A constant reduction_indices becomes attribute `axes` (the output's shape is known);
+    another stays the op's second input."""
     auto_mapping(src, op)
     axes = op.inputs[1].const_value if len(op.inputs) > 1 and op.inputs[1] is not None else None
-    if axes is None:
-        raise ConversionError("ReduceJoin: reduction_indices must be a constant")
-    op.inputs = op.inputs[:1]
-    op.set_attr("axes", [int(a) for a in np.asarray(axes).reshape(-1)])
+    if axes is not None:
+        op.inputs = op.inputs[:1]
+        op.set_attr("axes", [int(a) for a in np.asarray(axes).reshape(-1)])
     op.set_attr("keep_dims", bool(src.attr("keep_dims", False)))
     op.set_attr("separator", src.attr("separator", "") or "")
 

@@ -108,6 +108,13 @@ def test_reduce_join_rank3_axes_in_the_listed_order():
     check(fn, [data], [spec((2, None, 4), "string")], [[data[:, :1]]])
 
 
+def test_reduce_join_axes_at_run_time():
+    fn = lambda x, a: tf.strings.reduce_join(x, axis=a, separator="/")  # noqa: E731
+    check(fn, [BATCH.reshape(2, 4), np.array(1, np.int32)],
+          [spec((None, None), "string", "x"), spec((), "int32", "a")],
+          [[OTHER[:6].reshape(3, 2), np.array(0, np.int32)]])
+
+
 # -- StringFormat --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("summarize", [3, 1, -1])
 def test_format_numbers_and_strings(summarize):
@@ -167,8 +174,6 @@ def test_regex_full_match(pattern):
 @pytest.mark.parametrize("fn,message", [
     (lambda x: tf.strings.format("{}", tf.complex(tf.cast(tf.strings.length(x), tf.float32), 0.0)),
      "dtype complex64"),
-    (lambda x: raw.ReduceJoin(inputs=x, reduction_indices=tf.strings.length(x)[:1]),
-     "reduction_indices must be a constant"),
     (lambda x: raw.StringFormat(inputs=[x], template="{}", placeholder=""), "empty placeholder"),
 ])
 def test_unsupported_forms_are_refused(fn, message):
@@ -189,7 +194,7 @@ def test_kernels_on_bytes_that_are_not_utf8():
     array = np.array(data, object)
     assert [raw_bytes(s) for s in string_strip(array)] == list(tf.strings.strip(data).numpy())
     assert_close(tf.fingerprint(data).numpy(), fingerprint_kernel(array))
-    joined = reduce_join_kernel(array.reshape(8, 5), [1], False, "\xff")
+    joined = reduce_join_kernel(array.reshape(8, 5), None, [1], False, "\xff")
     want = raw.ReduceJoin(inputs=array.reshape(8, 5), reduction_indices=[1],
                           separator="\xff").numpy()
     assert [raw_bytes(s) for s in joined] == list(want)
