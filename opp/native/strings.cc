@@ -86,21 +86,29 @@ template <typename Make>
 void write_strings(Ort::KernelContext& ctx, size_t index, const Shape& shape, Make make) {
   Ort::UnownedValue out = ctx.GetOutput(index, shape.data(), shape.size());
   const size_t n = element_count(shape);
-  std::vector<std::string> made(n);
+  // Every result, each followed by a NUL, in one buffer (no allocation per string).
+  std::string arena, buffer;
+  std::vector<size_t> starts(n + 1, 0);
   bool nul = false;
   for (size_t i = 0; i < n; ++i) {
-    make(i, made[i]);
-    nul = nul || std::memchr(made[i].data(), 0, made[i].size()) != nullptr;
+    buffer.clear();
+    make(i, buffer);
+    nul = nul || std::memchr(buffer.data(), 0, buffer.size()) != nullptr;
+    starts[i] = arena.size();
+    arena.append(buffer);
+    arena.push_back('\0');
   }
+  starts[n] = arena.size();
   if (n > 0 && !nul) {   // one call for the whole tensor (C strings: only where no NUL is held)
     std::vector<const char*> texts(n);
-    for (size_t i = 0; i < n; ++i) texts[i] = made[i].c_str();
+    for (size_t i = 0; i < n; ++i) texts[i] = arena.data() + starts[i];
     out.FillStringTensor(texts.data(), n);
     return;
   }
   for (size_t i = 0; i < n; ++i) {
-    char* at = out.GetResizedStringTensorElementBuffer(i, made[i].size());
-    if (!made[i].empty()) std::memcpy(at, made[i].data(), made[i].size());
+    const size_t size = starts[i + 1] - starts[i] - 1;
+    char* at = out.GetResizedStringTensorElementBuffer(i, size);
+    if (size) std::memcpy(at, arena.data() + starts[i], size);
   }
 }
 
