@@ -3,7 +3,6 @@ TensorFlow: tiny unigram and BPE models trained here (nothing downloaded) on gen
 with mixed case, accents, full-width, CJK and Cyrillic; tokenized with each of TF's extra
 options, at two batch sizes, through tf2ir.InferenceSession. Ids and splits must be equal."""
 
-import gc
 import io
 import random
 import tempfile
@@ -11,7 +10,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import as_text, assert_close, convert_function, relaxed
+from tests.conformance.harness import convert_function
+from tests.conformance.test_tftext_tokenize import check_text_op
 
 tf = pytest.importorskip("tensorflow")
 text = pytest.importorskip("tensorflow_text")
@@ -53,28 +53,6 @@ TEXTS = np.array(["Hello World", "", "ÄÖü Straße naïve café", "приве�
                   "x" * 300, "Donaudampfschifffahrtsgesellschaftskapitän" * 3, "\t\n",
                   "emoji 🙂 and ߷ rare"], object)
 SMALL = TEXTS[[1, 2, 4]]
-
-
-def check_text_op(fn, inputs, specs, extra_inputs=()):
-    """Convert `fn`, run it by tf2ir.InferenceSession and compare each output with TF's."""
-    import tf2ir
-    fn, specs, relay, reference = relaxed(fn, specs)
-    with tempfile.TemporaryDirectory(prefix="tf2ir-sp-") as directory:
-        path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path)
-        names = [i.name for i in session.get_inputs()]
-        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
-            feed = relay([np.asarray(a) for a in feed])
-            expected = [np.asarray(e) for e in tf.nest.flatten(
-                reference(*[tf.constant(a) for a in feed]))]
-            by_name = dict(zip([s.name for s in specs], feed))
-            actual = session.run(None, {n: by_name[n] for n in names})
-            assert len(actual) == len(expected)
-            for k, (want, got) in enumerate(zip(expected, actual)):
-                assert_close(as_text(want), as_text(got), what=f"output {k}")
-        del session
-        gc.collect()
-        return graph
 
 
 STRINGS = [tf.TensorSpec([None], tf.string, name="x0")]
