@@ -114,8 +114,14 @@ def _infer_ngrams(node):
 ngrams.lower(_lower)
 
 
+MAX_NGRAM_PIECES = 1 << 28     # tokens and pads in one row's n-grams: more is refused
+
+
 def _ngram(tokens, index, count, width, pad, left, right, sep):
     """N-gram `index` of `count` of `width` over `tokens`, padded as TF pads."""
+    if count * width > MAX_NGRAM_PIECES:
+        raise ValueError(f"{count} n-grams of width {width} in one row are more than this "
+                         "kernel makes")
     pad = min(pad, width - 1)
     n_left = max(0, pad - index)
     n_right = max(0, pad - (count - (index + 1)))

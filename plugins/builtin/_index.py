@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '0a2a2dc5148b6e2bddda3bed0c955a8e7a2ab789'
+FINGERPRINT = '6b0000a73a007e89c7dc0e8f69e4923f69031848'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -37,7 +37,7 @@ SOURCES = {
     'opp/random.py': 16850, 'opp/reduce.py': 16540, 'opp/rnn.py': 6146, 'opp/segment.py': 17975,
     'opp/select.py': 4281, 'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
     'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
-    'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 17054,
+    'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 17317,
     'opp/suppression.py': 6795, 'opp/tftext_normalize.py': 11549, 'opp/tftext_regex.py': 12864,
     'opp/tftext_sentencepiece.py': 12465, 'opp/tftext_tokenize.py': 14981,
     'opp/tftext_wordpiece.py': 6331, 'opp/unicode.py': 14781,

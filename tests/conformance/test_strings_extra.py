@@ -183,6 +183,21 @@ def test_unsupported_forms_are_refused(fn, message):
             convert_function(fn, [spec((None,), "string")], directory)
 
 
+def test_regex_full_match_with_a_run_time_pattern_is_refused():
+    from tf2ir.ir.errors import ConversionError
+    fn = lambda x, p: tf.strings.regex_full_match(x, p)  # noqa: E731
+    with tempfile.TemporaryDirectory() as directory:
+        with pytest.raises(ConversionError, match="node 'RegexFullMatch'.*one constant string"):
+            convert_function(fn, [spec((None,), "string", "x"), spec((), "string", "p")],
+                             directory)
+
+
+def test_ngrams_kernel_refuses_a_row_too_large_to_make():
+    from tf2ir.opp.strings_extra import string_ngrams
+    with pytest.raises(ValueError, match="more than this kernel makes"):
+        string_ngrams(np.array(["a"], object), np.array([0, 1]), " ", [2 ** 30], "", "", -1, False)
+
+
 def test_kernels_on_bytes_that_are_not_utf8():
     from tf2ir.opp.strings_extra import (
         reduce_join_kernel, string_ngrams, string_strip, fingerprint_kernel,
