@@ -116,7 +116,7 @@ def test_reduce_join_axes_at_run_time():
 
 
 # -- StringFormat --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("summarize", [3, 1, -1])
+@pytest.mark.parametrize("summarize", [3, 1, 0, -1])
 def test_format_numbers_and_strings(summarize):
     def fn(i, f, s):
         return tf.strings.format("ids={} scores={} text={} d={} b={}",
