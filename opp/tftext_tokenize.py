@@ -133,14 +133,14 @@ _SCRIPT_PATTERN: list = []
 def _script_pattern():
     if not _SCRIPT_PATTERN:
         try:
-            import regex
+            import regex  # type: ignore[import-untyped]
             from regex import _regex_core
             values = _regex_core.PROPERTIES["SCRIPT"][1]
         except (ImportError, AttributeError, KeyError):
             raise RuntimeError("running UnicodeScriptTokenize by tf2ir's Python kernel needs "
                                "the 'regex' package (pip install regex) for Unicode scripts") \
                 from None
-        names = {}
+        names: Dict[int, str] = {}
         for name, code in values.items():
             names.setdefault(code, name)
         groups = "|".join(f"(?P<s{code}>\\p{{Script={name}}})" for code, name in names.items())
@@ -168,7 +168,11 @@ def unicode_script_tokenize(values, splits, keep_whitespace=False):
             or splits[-1] > values.size:
         raise ValueError("the splits do not fit the codepoints")
     keep = bool(keep_whitespace)
-    out, inner, starts, limits, outer = [], [], [], [], []
+    out: list = []
+    inner: list = []
+    starts: list = []
+    limits: list = []
+    outer: list = []
     for row in range(splits.size - 1):
         outer.append(len(starts))
         begin, end = int(splits[row]), int(splits[row + 1])

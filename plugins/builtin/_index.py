@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '6b0000a73a007e89c7dc0e8f69e4923f69031848'
+FINGERPRINT = '579cc51fa707fbe19da55e0c9c031723fcc8c8bd'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -39,7 +39,7 @@ SOURCES = {
     'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
     'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 17317,
     'opp/suppression.py': 6795, 'opp/tftext_normalize.py': 11549, 'opp/tftext_regex.py': 12864,
-    'opp/tftext_sentencepiece.py': 12465, 'opp/tftext_tokenize.py': 14981,
+    'opp/tftext_sentencepiece.py': 12465, 'opp/tftext_tokenize.py': 15075,
     'opp/tftext_wordpiece.py': 6331, 'opp/unicode.py': 14781,
 }
 

@@ -160,3 +160,13 @@ def test_a_corrupt_or_missing_model_is_refused(model):
             with pytest.raises(ConversionError) as info:
                 convert_file(pb, _manager())
             assert "SentencepieceOp" in str(info.value) and says in str(info.value)
+
+
+def test_without_the_sentencepiece_package_the_kernel_says_so(model, monkeypatch):
+    """The kernels import sentencepiece when they first run; without it, one clear error."""
+    import sys
+    from tf2ir.opp import tftext_sentencepiece as ops
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)
+    monkeypatch.setattr(ops, "_PROCESSORS", {})
+    with pytest.raises(RuntimeError, match="needs the 'sentencepiece' package"):
+        ops.sentencepiece_tokenize(TEXTS, False, False, False, model=model)

@@ -207,3 +207,13 @@ def test_round_robin_allot_is_tfs_rule():
     assert round_robin_allot([1, 1], 5) == [1, 1]
     assert round_robin_allot([5, 5], 0) == [0, 0]
     assert round_robin_allot([2, 9, 4], -3) == [0, 0, 0]
+
+
+def test_without_the_regex_package_the_script_kernel_says_so(monkeypatch):
+    import sys
+    from tf2ir.opp import tftext_tokenize as ops
+    monkeypatch.setitem(sys.modules, "regex", None)
+    monkeypatch.setattr(ops, "_SCRIPT_PATTERN", [])
+    monkeypatch.setattr(ops, "_SCRIPTS", {})
+    with pytest.raises(RuntimeError, match="needs the 'regex' package"):
+        ops.unicode_script_tokenize(np.array([0x41], np.int32), np.array([0, 1]))
