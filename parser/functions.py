@@ -76,6 +76,16 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
     "TensorListPopBack": ("output_handle", "tensor"),
     "TensorListConcat": ("tensor", "lengths"), "TensorListConcatV2": ("tensor", "lengths"),
     "TensorArrayV3": ("handle", "flow"), "TensorArrayConcatV3": ("value", "lengths"),
+    # tensorflow-text (TFText>NgramsStringJoin's splits: RAGGED_RANK tensors, the last arg)
+    "SentencepieceTokenizeOp": ("output_values", "output_splits"),
+    "SentencepieceTokenizeWithOffsetsOp": ("output_values", "output_splits",
+                                           "output_offset_starts", "output_offset_limits"),
+    "TFText>WhitespaceTokenizeWithOffsetsV2": ("output_tokens", "output_row_splits",
+                                               "output_start_offsets", "output_end_offsets"),
+    "UnicodeScriptTokenizeWithOffsets": ("output_values", "output_values_inner_splits",
+                                         "output_offset_starts", "output_offset_limits",
+                                         "output_outer_splits"),
+    "TFText>NgramsStringJoin": ("output_values", "output_row_splits"),
 }
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 

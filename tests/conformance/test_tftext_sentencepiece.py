@@ -170,3 +170,31 @@ def test_without_the_sentencepiece_package_the_kernel_says_so(model, monkeypatch
     monkeypatch.setattr(ops, "_PROCESSORS", {})
     with pytest.raises(RuntimeError, match="needs the 'sentencepiece' package"):
         ops.sentencepiece_tokenize(TEXTS, False, False, False, model=model)
+
+
+def test_a_saved_model_with_a_tokenizer(model, tmp_path):
+    """A SavedModel whose serving function tokenizes (the model in the resource's creator,
+    the two outputs named by their output args inside the function) converts, read natively,
+    and gives TF's ids and splits."""
+    import tf2ir
+
+    class Tokenize(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokenizer = text.SentencepieceTokenizer(model=model, add_eos=True)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="x")])
+        def serve(self, x):
+            ragged = self.tokenizer.tokenize(x)
+            return {"ids": ragged.flat_values, "splits": ragged.row_splits}
+    module = Tokenize()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.serve})
+    result = tf2ir.convert(str(tmp_path / "sm"), quiet=True)
+    session = tf2ir.InferenceSession(result.model.SerializeToString())
+    names = [o.name for o in session.get_outputs()]
+    for feed in (TEXTS, SMALL):
+        want = module.serve(tf.constant(feed))
+        got = dict(zip(names, session.run(None, {"x": feed})))
+        for key in ("ids", "splits"):
+            np.testing.assert_array_equal(got[key], want[key].numpy(), err_msg=key)
+    del session
