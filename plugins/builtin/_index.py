@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '579cc51fa707fbe19da55e0c9c031723fcc8c8bd'
+FINGERPRINT = 'de1b111e9f478d315daac4156276177ed572ff88'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -14,14 +14,14 @@ SOURCES = {
     'builtin/image.py': 1389, 'builtin/imageops.py': 609, 'builtin/indexing.py': 1111,
     'builtin/inputs.py': 745, 'builtin/linalg.py': 2394, 'builtin/lists.py': 6335,
     'builtin/logical.py': 519, 'builtin/lookup.py': 4629, 'builtin/math.py': 1336,
-    'builtin/matrix.py': 1389, 'builtin/native.py': 1286, 'builtin/nn.py': 1827,
+    'builtin/matrix.py': 1389, 'builtin/native.py': 1441, 'builtin/nn.py': 1827,
     'builtin/norm.py': 997, 'builtin/pool.py': 1529, 'builtin/quantize.py': 2248,
     'builtin/ragged.py': 1768, 'builtin/random.py': 2357, 'builtin/reduce.py': 2117,
     'builtin/rnn.py': 17328, 'builtin/segment.py': 1769, 'builtin/select.py': 496,
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1469,
     'builtin/suppression.py': 430, 'builtin/tftext_tokenize.py': 7040,
-    'builtin/tftext_wordpiece.py': 4696, 'builtin/unicode.py': 2751, 'opp/__init__.py': 280,
+    'builtin/tftext_wordpiece.py': 5794, 'builtin/unicode.py': 2751, 'opp/__init__.py': 280,
     'opp/angles.py': 1799, 'opp/arithmetic.py': 8320, 'opp/array.py': 16222,
     'opp/bitwise.py': 6005, 'opp/blocks.py': 14529, 'opp/broadcast.py': 4200,
     'opp/carriers.py': 1952, 'opp/compare.py': 8518, 'opp/complexmath.py': 5148,
@@ -38,9 +38,10 @@ SOURCES = {
     'opp/select.py': 4281, 'opp/sequences.py': 5888, 'opp/setops.py': 22360, 'opp/shapes.py': 6264,
     'opp/slicing.py': 19686, 'opp/sparse.py': 13685, 'opp/special.py': 18634,
     'opp/spectral.py': 18549, 'opp/strings.py': 19928, 'opp/strings_extra.py': 17317,
-    'opp/suppression.py': 6795, 'opp/tftext_normalize.py': 11549, 'opp/tftext_regex.py': 12864,
+    'opp/suppression.py': 6795, 'opp/tftext_fastwordpiece.py': 16546,
+    'opp/tftext_normalize.py': 11549, 'opp/tftext_regex.py': 12864,
     'opp/tftext_sentencepiece.py': 12465, 'opp/tftext_tokenize.py': 15075,
-    'opp/tftext_wordpiece.py': 6331, 'opp/unicode.py': 14781,
+    'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,
 }
 
 # hook → the modules that implement it
@@ -161,8 +162,9 @@ ORIGIN_TYPES = {
                         'SentencepieceVocabSizeOp', 'TFText>NgramsStringJoin',
                         'TFText>RoundRobinTrim', 'TFText>WhitespaceTokenizeWithOffsetsV2',
                         'UnicodeScriptTokenizeWithOffsets'),
-    'tftext_wordpiece': ('CaseFoldUTF8', 'FastBertNormalize', 'NormalizeUTF8',
-                         'RegexSplitWithOffsets', 'WordpieceTokenizeWithOffsets'),
+    'tftext_wordpiece': ('CaseFoldUTF8', 'FastBertNormalize', 'FastWordpieceTokenizeWithOffsets',
+                         'NormalizeUTF8', 'RegexSplitWithOffsets',
+                         'TFText>FastWordpieceDetokenize', 'WordpieceTokenizeWithOffsets'),
     'unicode': ('Fingerprint', 'ReduceJoin', 'RegexFullMatch', 'StaticRegexFullMatch',
                 'StringFormat', 'StringLength', 'StringNGrams', 'StringStrip', 'UnicodeDecode',
                 'UnicodeDecodeWithOffsets', 'UnicodeEncode', 'UnicodeTranscode'),
@@ -241,8 +243,9 @@ IR_TYPES = {
                         'SentencepieceIdToString', 'SentencepieceModel', 'SentencepieceStringToId',
                         'SentencepieceTokenize', 'SentencepieceTokenizePieces',
                         'UnicodeScriptTokenize', 'WhitespaceTokenize'),
-    'tftext_wordpiece': ('CaseFoldUTF8', 'FastBertNormalize', 'NormalizeUTF8',
-                         'RegexSplitWithOffsets', 'WordpieceTokenize'),
+    'tftext_wordpiece': ('CaseFoldUTF8', 'FastBertNormalize', 'FastWordpieceDetokenize',
+                         'FastWordpieceTokenize', 'NormalizeUTF8', 'RegexSplitWithOffsets',
+                         'WordpieceTokenize'),
     'unicode': ('Fingerprint', 'ReduceJoin', 'RegexFullMatch', 'StringFormat', 'StringLength',
                 'StringNGrams', 'StringStrip', 'UnicodeDecode', 'UnicodeDecodeWithOffsets',
                 'UnicodeEncode', 'UnicodeTranscode'),
