@@ -24,7 +24,8 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.opp.strings import _out_strings, _strings
-from tf2ir.opp.tftext_normalize import cached, from_utf8, lower_by_kernel, utf8
+from tf2ir.ir.onnx.writer import tensor_proto
+from tf2ir.opp.tftext_normalize import DOMAIN, cached, from_utf8, utf8
 
 OPS = OpSet("tf2ir.opp.tftext_wordpiece")
 STRING = ("string",)
@@ -101,7 +102,19 @@ def _infer_tokenize(node):
             TensorDesc("int64", (None,)), TensorDesc("int64", (None,))]
 
 
-tokenize.lower(lower_by_kernel(OPS))
+@tokenize.lower
+def _lower_tokenize(ctx, node):
+    """One node of ai.tf2ir.text; the vocabulary travels as a string TENSOR attribute (the
+    native kernel, opp/native/text.cc, reads it by KernelInfoGetAttribute_tensor: onnxruntime's
+    C API has no reader of a STRINGS attribute), its keys' bytes kept (surrogateescape)."""
+    attrs = {k: v for k, v in node.attrs.items() if k in tokenize.attrs and v is not None}
+    words = [v if isinstance(v, bytes) else utf8(str(v))
+             for v in np.asarray(attrs.get("vocab", ()), object).reshape(-1)]
+    vocab = np.empty(len(words), object)
+    vocab[:] = words
+    attrs["vocab"] = tensor_proto("vocab", vocab)
+    ctx.op.WordpieceTokenize(ctx.input(0), outputs=[ctx.output(i) for i in range(4)],
+                             domain=DOMAIN, **attrs)
 
 
 def vocab_set(vocab) -> set:

@@ -20,5 +20,6 @@ void add_hash_ops(tf2ir::NativeOps& ops);      // fingerprint.cc
 void add_strings_ops(tf2ir::NativeOps& ops);   // strings.cc
 void add_numbers_ops(tf2ir::NativeOps& ops);   // numbers.cc
 void add_bitwise_ops(tf2ir::NativeOps& ops);   // bitwise.cc
+void add_text_ops(tf2ir::NativeOps& ops);      // text.cc
 
 }  // namespace tf2ir_kernels

@@ -6,7 +6,7 @@ not built (no C++ compiler at install), those ops run by their Python kernels.""
 import os
 
 from tf2ir import opp
-from tf2ir.opp import bitwise, strings
+from tf2ir.opp import bitwise, strings, tftext_normalize
 from tf2ir.plugins import hookimpl, native_library
 
 KERNELS_DIR = os.path.dirname(os.path.abspath(opp.__file__))
@@ -17,9 +17,11 @@ HASH_OPS = ("StringToHashBucketFast",)                 # opp/native/fingerprint.
 STRING_OPS = ("StringCase", "StringSplitV2", "StringJoin", "Substr", "StringEqual")  # strings.cc
 NUMBER_OPS = ("StringToNumber", "AsString")              # opp/native/numbers.cc
 BITWISE_OPS = ("Bitcast",)                               # opp/native/bitwise.cc
+TEXT_OPS = ("WordpieceTokenize", "FastBertNormalize", "WhitespaceTokenize")  # opp/native/text.cc
 SERVED = {
     strings.DOMAIN: HASH_OPS + STRING_OPS + NUMBER_OPS,
     bitwise.DOMAIN: BITWISE_OPS,
+    tftext_normalize.DOMAIN: TEXT_OPS,
 }
 
 
