@@ -10,6 +10,8 @@ with, so that the frozen graph holds the model as a TF1 graph does.
 
 from __future__ import annotations
 
+from typing import Set, Tuple
+
 # tensorflow-text's ops that read a SentencePiece model resource (SentencepieceOp's handle)
 SENTENCEPIECE_USERS = ("SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffsetsOp",
                        "SentencepieceDetokenizeOp", "SentencepieceIdToStringOp",
@@ -17,19 +19,48 @@ SENTENCEPIECE_USERS = ("SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffs
 
 
 def _read_by_sentencepiece(graph_def, name: str) -> bool:
-    """Whether a SentencePiece op reads tensor `name` (directly or through Identity nodes)."""
-    names, changed = {name}, True
+    """Whether a SentencePiece op reads tensor `name`: directly, through ops that pass a handle
+    on, or inside the functions (calls, If/While/Case bodies) it is passed to."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    return _reads(list(graph_def.node), {name}, functions, set(), 0)
+
+
+def _reads(nodes, names: Set[str], functions, seen: Set[Tuple[str, int]], depth: int) -> bool:
+    from tf2ir.parser.tables import FUNCTION_ATTRS, MAX_DEPTH, PASS_THROUGH, called_functions
+    names, changed = set(names), True
     while changed:
         changed = False
-        for user in graph_def.node:
-            if not any(i.split(":")[0] in names for i in user.input if not i.startswith("^")):
-                continue
-            if user.op in SENTENCEPIECE_USERS:
-                return True
-            if user.op == "Identity" and user.name not in names:
-                names.add(user.name)
-                changed = True
+        for node in nodes:
+            refs = [ref.split(":")[0] for ref in node.input if not ref.startswith("^")]
+            for position, source in enumerate(refs):
+                if source not in names:
+                    continue
+                if node.op in SENTENCEPIECE_USERS:
+                    return True
+                if node.op in PASS_THROUGH and node.name not in names:
+                    names.add(node.name)
+                    changed = True
+                if node.op in FUNCTION_ATTRS and depth < MAX_DEPTH:
+                    index = position - FUNCTION_ATTRS[node.op][1]
+                    for called in called_functions(node):
+                        body = functions.get(called)
+                        if body is None or not 0 <= index < len(body.signature.input_arg) \
+                                or (called, index) in seen:
+                            continue
+                        seen.add((called, index))
+                        if _reads(list(body.node_def), {body.signature.input_arg[index].name},
+                                  functions, seen, depth + 1):
+                            return True
     return False
+
+
+def _owners(handle) -> list:
+    """The objects that hold `handle` (a TrackableResource holds it as an attribute, a
+    restored one in a dict of its attributes): referrers, and the referrers of dicts
+    among them."""
+    import gc
+    direct = gc.get_referrers(handle)
+    return direct + [o for d in direct if isinstance(d, dict) for o in gc.get_referrers(d)]
 
 
 def restore_sentencepiece(tf, graph_def, node, handle) -> bool:
@@ -39,8 +70,7 @@ def restore_sentencepiece(tf, graph_def, node, handle) -> bool:
     from the op the resource's owner (a TrackableResource) creates it with."""
     if not _read_by_sentencepiece(graph_def, node.name):
         return False
-    import gc
-    for owner in gc.get_referrers(handle):
+    for owner in _owners(handle):
         create = getattr(owner, "_create_resource", None)
         if not callable(create):
             continue

@@ -23,10 +23,8 @@ from tf2ir.tools import text_models  # noqa: E402
 GPT2_MISSING = "StringSplit (tf.strings.bytes_split) and UnsortedSegmentJoin are not mapped yet"
 BERT_ACCENTS = ("ids differ from TF on accented text ('Café naïve RÉSUMÉ', 'Ελλάδα'): "
                 "BertTokenizer's NFD + StaticRegexReplace(\\p{Mn}) accent stripping")
-SP_RAGGED = ("RaggedTensorToTensor of SentencepieceTokenizeOp's ragged ids fails in onnxruntime "
-             "(ScatterElements index out of bounds)")
 MODELS = [pytest.param("bert", marks=pytest.mark.xfail(strict=True, reason=BERT_ACCENTS)),
-          pytest.param("sentencepiece", marks=pytest.mark.xfail(strict=True, reason=SP_RAGGED)),
+          "sentencepiece",
           pytest.param("gpt2", marks=pytest.mark.xfail(strict=True, reason=GPT2_MISSING))]
 
 
