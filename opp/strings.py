@@ -1,8 +1,7 @@
-"""String ops. RegexReplace lowers to onnxruntime-extensions' RE2 kernel (`ai.onnx.contrib`,
-TF's own regex engine). The rest lower to nodes of `ai.tf2ir.strings`, run natively by tf2ir's
-own library (opp/native) where it was built, else by these numpy kernels (the reference): ONNX
-has no exact string op, and the extensions' kernels differ from TF's (hashing, non-ASCII case,
-empty splits).
+"""String ops (RegexReplace is in opp/regex.py). They lower to nodes of `ai.tf2ir.strings`,
+run natively by tf2ir's own library (opp/native) where it was built, else by these numpy
+kernels (the reference): ONNX has no exact string op, and the extensions' kernels differ from
+TF's (hashing, non-ASCII case, empty splits).
 
 - StringCase: ASCII letters, or with encoding "utf-8" every cased letter (as TF's ICU).
 - StringToHashBucketFast: farmhash's Fingerprint64 of the bytes, modulo num_buckets.
@@ -413,26 +412,3 @@ def substr_kernel(x, pos, length, unit="BYTE"):
             raise ValueError("a substring splits a UTF-8 character, which "
                              "onnxruntime-extensions' string tensors cannot carry") from None
     return _out_strings(out, x.shape)
-
-
-# -- regular expressions (RE2, as TF) --------------------------------------------------------------
-regex = OPS.declare("RegexReplace", "Matches of pattern (RE2) replaced by rewrite: every match, "
-                                    "or with replace_global false the first.") \
-    .input("input", STRING).input("pattern", STRING).input("rewrite", STRING) \
-    .output("output", STRING).attr("replace_global", "bool", True)
-regex.infer(same_as_input)
-
-
-@regex.lower
-def _lower_regex(ctx, node):
-    """onnxruntime-extensions' StringRegexReplace (RE2::GlobalReplace or Replace, as TF's),
-    which wants pattern and rewrite of shape [1]."""
-    one = ctx.constant(np.array([1], np.int64))
-    operands = []
-    for index in (1, 2):
-        known = ctx.const_input(index)
-        operands.append(ctx.op.Reshape(ctx.input(index), one) if known is None else
-                        ctx.constant(np.asarray(known, object).reshape(1), "regex"))
-    pattern, rewrite = operands
-    ctx.op.StringRegexReplace(ctx.input(0), pattern, rewrite, out=ctx.output(0),
-                              domain=EXTENSIONS, global_replace=int(node.attrs["replace_global"]))

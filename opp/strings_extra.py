@@ -3,8 +3,9 @@ StringFormat and RegexFullMatch.
 
 ONNX opset 18 has none of them exactly (its StringNormalizer strips nothing, its
 StringConcat is opset 20), so they lower to nodes of `ai.tf2ir.unicode`, run by the numpy
-kernels below through tf2ir's runtime entry; RegexFullMatch lowers to onnxruntime-extensions'
-RE2 replace kernel (TF's regex engine), twice, and StringEqual.
+kernels below through tf2ir's runtime entry; RegexFullMatch too, by the pattern's Python
+translation (opp/re2.py: onnxruntime-extensions' RE2 kernel gives no match in a process that
+has loaded TensorFlow, see opp/regex.py).
 
 - Fingerprint (farmhash64): each row of data reshaped to [N, -1] hashed by farmhash's
   Fingerprint64 (opp/fingerprint.py), little-endian into 8 uint8: numbers by their bytes,
@@ -27,13 +28,13 @@ from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.prototype import OpSet
 from tf2ir.ir.tensor import NUMBER_TYPES
 from tf2ir.opp.fingerprint import fingerprint64
+from tf2ir.opp.regex import checked, scalar_text
 from tf2ir.opp.shapes import same_as_input
 from tf2ir.opp.strings import _out_strings, _strings
 from tf2ir.opp.unicode import DOMAIN, check_splits, raw_bytes
 
 OPS = OpSet("tf2ir.opp.strings_extra")
 STRING = ("string",)
-EXTENSIONS = "ai.onnx.contrib"
 FORMAT_TYPES = tuple(t for t in NUMBER_TYPES if not t.startswith("complex")) + ("bool", "string")
 
 
@@ -368,25 +369,24 @@ full_match = OPS.declare("RegexFullMatch", "Whether each string matches pattern 
 
 @full_match.infer
 def _infer_full_match(node):
+    pattern = node.inputs[1].const_value
+    if pattern is not None and np.asarray(pattern).size == 1:
+        checked("RegexFullMatch", scalar_text(pattern, "pattern"))
     return [TensorDesc("bool", node.inputs[0].desc.shape)]
 
 
 @full_match.lower
 def _lower_full_match(ctx, node):
-    """onnxruntime-extensions' StringRegexReplace of \\A(?:pattern)\\z by "a" and by "b": a
-    string matches as a whole exactly when both results are the rewrite (a string that does
-    not match comes back unchanged, and cannot equal both)."""
     pattern = ctx.const_input(1)
     if pattern is None or np.asarray(pattern).size != 1:
         raise ConversionError("RegexFullMatch: the pattern must be one constant string")
-    text = np.asarray(pattern, object).reshape(-1)[0]
-    text = text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else str(text)
-    anchored = ctx.constant(np.array([r"\A(?:" + text + r")\z"], object), "regex")
-    matched = []
-    for mark in ("a", "b"):
-        rewrite = ctx.constant(np.array([mark], object), "rewrite")
-        replaced = ctx.op.StringRegexReplace(ctx.input(0), anchored, rewrite, domain=EXTENSIONS,
-                                             global_replace=0)
-        matched.append(ctx.op.StringEqual(replaced, rewrite, domain=EXTENSIONS))
-    ctx.op.And(*matched, out=ctx.output(0))
+    checked("RegexFullMatch", scalar_text(pattern, "pattern"))
+    _lower(ctx, node)
 
+
+@full_match.kernel
+def regex_full_match(x, pattern):
+    """RE2's FullMatch, by the pattern's Python translation (opp/re2.py)."""
+    x, expression = _strings(x), checked("RegexFullMatch", scalar_text(pattern, "pattern"))
+    return np.array([expression.fullmatch(s) is not None for s in x.reshape(-1)],
+                    bool).reshape(x.shape)

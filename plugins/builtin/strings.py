@@ -1,8 +1,10 @@
 """Built-in mappings for TF's string ops: case, hashing to buckets, numbers to and from
-strings, splitting, joining, substrings and regex replacement (opp/strings.py)."""
+strings, splitting, joining, substrings (opp/strings.py) and regex replacement
+(opp/regex.py)."""
 
 import numpy as np
 
+from tf2ir.opp import regex as regex_ops
 from tf2ir.opp import strings as string_ops
 from tf2ir.plugins import auto_mapping, hookimpl, register_op
 
@@ -39,4 +41,4 @@ def tf2ir_op_mappings():
 
 @hookimpl
 def tf2ir_op_prototypes():
-    return list(string_ops.OPS)
+    return list(string_ops.OPS) + list(regex_ops.OPS)

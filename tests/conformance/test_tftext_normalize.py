@@ -57,8 +57,6 @@ def test_normalize_utf8(form):
     check(lambda x: text.normalize_utf8(x, form))
 
 
-@pytest.mark.xfail(strict=True, reason="the existing RegexReplace lowering (onnxruntime-extensions' "
-                   "StringRegexReplace, opp/strings.py) leaves \\p{Mn} marks in place")
 def test_case_fold_then_nfd_strips_accents_as_bert_does():
     check(lambda x: tf.strings.regex_replace(
         text.normalize_utf8(text.case_fold_utf8(x), "NFD"), r"\p{Mn}", ""))
@@ -95,8 +93,8 @@ def test_regex_split_with_offsets(delim, keep):
 
 
 @pytest.mark.parametrize("delim,why", [(r"a*", "matches the empty string"),
-                                       (r"(?i)a", "flags"), (r"\bx", "escape \\b"),
-                                       (r"\p{Greek}", "general categories")])
+                                       (r"(?<n>a)", "(? groups"), (r"\Bx", "escape \\B"),
+                                       (r"\p{Arabic}", "general categories")])
 def test_regex_split_refuses_patterns_it_cannot_reproduce(delim, why):
     from tf2ir.ir import ConversionError
 
