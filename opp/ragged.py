@@ -15,8 +15,9 @@ dense values. All lengths may be known only at run time. The lowerings share two
   delta j times (the same up to rounding).
 * RaggedTensorToTensor: the values scattered (ScatterND) into `default_value` expanded to the
   output shape; dims of `shape` that are -1 (or all, for a scalar shape) take the row count and
-  the longest rows; entries beyond a given dim are dropped. Partitions: ROW_SPLITS for every
-  ragged dim, or FIRST_DIM_SIZE then VALUE_ROWIDS (turned into splits).
+  the longest rows; entries beyond a given dim are dropped. Partitions, per ragged dim:
+  ROW_SPLITS, or VALUE_ROWIDS (turned into splits over FIRST_DIM_SIZE rows outermost, over the
+  level above's items further in), mixed as TF emits them.
 * RaggedGather: the gathered rows' item ranges expanded level by level (new splits are the
   running sum of the chosen rows' lengths); dense indices of rank 2 or more add uniform splits
   first, a scalar index drops the outer level.
@@ -87,7 +88,7 @@ def _coordinates(ctx, splits: List[str], count: str) -> List[str]:
     each an int64 vector."""
     o = Emitter(ctx, "int64")
     ids = _position(ctx)(count)
-    cols = []
+    cols: List[str] = []
     for level in reversed(splits):
         rows = _row_ids(ctx, level, _last(ctx, level))
         parent = o.Gather(rows, ids)
@@ -176,14 +177,26 @@ to_tensor = (
     .output("result").attr("row_partition_types", "strs").attr("num_row_partition_tensors", "int"))
 
 
+PARTITIONS = ("ROW_SPLITS", "VALUE_ROWIDS")
+
+
+def _partitions(node) -> List[str]:
+    """The partition type of each ragged dimension (outermost first): ROW_SPLITS or
+    VALUE_ROWIDS, the latter outermost only after FIRST_DIM_SIZE (the row count), as TF's
+    kernel reads them; other types (ROW_LENGTHS...) TF's kernel does not run either."""
+    types = [t.decode() if isinstance(t, bytes) else str(t)
+             for t in node.attrs["row_partition_types"]]
+    parts = types[1:] if types[:1] == ["FIRST_DIM_SIZE"] else types
+    if (not parts or any(t not in PARTITIONS for t in parts)
+            or (parts[0] == "VALUE_ROWIDS") != (types[0] == "FIRST_DIM_SIZE")):
+        raise ConversionError(f"row_partition_types {types}: tf2ir converts ROW_SPLITS or "
+                              "VALUE_ROWIDS for each ragged dimension, VALUE_ROWIDS outermost "
+                              "after FIRST_DIM_SIZE (TF's kernel runs no other)")
+    return parts
+
+
 def _ragged_dims(node) -> int:
-    types = list(node.attrs["row_partition_types"])
-    if types and types[0] == "FIRST_DIM_SIZE" and all(t == "VALUE_ROWIDS" for t in types[1:]):
-        return len(types) - 1
-    if types and all(t == "ROW_SPLITS" for t in types):
-        return len(types)
-    raise ConversionError(f"row_partition_types {types}: tf2ir converts ROW_SPLITS for every "
-                          "ragged dimension, or FIRST_DIM_SIZE then VALUE_ROWIDS")
+    return len(_partitions(node))
 
 
 @to_tensor.infer
@@ -200,15 +213,19 @@ def _infer_to_tensor(node):
 
 
 def _splits_of_partitions(ctx, node) -> List[str]:
-    ragged = _ragged_dims(node)
-    tensors = [int64_input(ctx, 3 + k) for k in range(len(node.attrs["row_partition_types"]))]
-    if node.attrs["row_partition_types"][0] == "ROW_SPLITS":
-        return tensors
-    nrows = ctx.op.Reshape(tensors[0], int64_constant(ctx, [1]))
-    splits = []
-    for row_ids in tensors[1:1 + ragged]:
-        splits.append(_splits_from_row_ids(ctx, row_ids, nrows))
-        nrows = ctx.op.Shape(row_ids)
+    """Row splits (int64) for each ragged dimension; VALUE_ROWIDS become splits over the rows
+    of their level: FIRST_DIM_SIZE outermost, the item count of the level above further in."""
+    parts = _partitions(node)
+    first = len(node.attrs["row_partition_types"]) - len(parts)
+    splits: List[str] = []
+    for k, kind in enumerate(parts):
+        tensor = int64_input(ctx, 3 + first + k)
+        if kind == "ROW_SPLITS":
+            splits.append(tensor)
+            continue
+        nrows = (ctx.op.Reshape(int64_input(ctx, 3), int64_constant(ctx, [1])) if k == 0
+                 else _last(ctx, splits[-1]))
+        splits.append(_splits_from_row_ids(ctx, tensor, nrows))
     return splits
 
 

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'a0ffb62c16a5c4744244b4e79f56d5f2ec12fd6f'
+FINGERPRINT = 'aea63385230e30a6882c8f1c4cc2b94921d58c38'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -20,7 +20,7 @@ SOURCES = {
     'builtin/rnn.py': 17328, 'builtin/segment.py': 1769, 'builtin/select.py': 496,
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1547,
-    'builtin/strings_segment.py': 1476, 'builtin/suppression.py': 430,
+    'builtin/strings_segment.py': 2282, 'builtin/suppression.py': 430,
     'builtin/tftext_tokenize.py': 7040, 'builtin/tftext_wordpiece.py': 5794,
     'builtin/unicode.py': 2751, 'opp/__init__.py': 280, 'opp/angles.py': 1799,
     'opp/arithmetic.py': 8320, 'opp/array.py': 16222, 'opp/bitwise.py': 6005,
@@ -34,12 +34,12 @@ SOURCES = {
     'opp/layouts.py': 3980, 'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788,
     'opp/lookup.py': 6769, 'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248,
     'opp/norm.py': 7491, 'opp/number_text.py': 4679, 'opp/pool.py': 7417, 'opp/quantize.py': 9622,
-    'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 20536, 'opp/random.py': 16850,
-    'opp/re2.py': 18834, 'opp/reduce.py': 16540, 'opp/regex.py': 5926, 'opp/rnn.py': 6146,
+    'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 20624, 'opp/random.py': 16850,
+    'opp/re2.py': 18834, 'opp/reduce.py': 16540, 'opp/regex.py': 5924, 'opp/rnn.py': 6146,
     'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
     'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18700,
-    'opp/strings_extra.py': 17131, 'opp/strings_segment.py': 10757, 'opp/suppression.py': 6795,
+    'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11277, 'opp/suppression.py': 6795,
     'opp/tftext_fastwordpiece.py': 16546, 'opp/tftext_normalize.py': 11549,
     'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12465,
     'opp/tftext_tokenize.py': 15075, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,
@@ -240,7 +240,7 @@ IR_TYPES = {
     'spectral': ('Angle', 'Complex', 'ComplexAbs', 'Conj', 'FFT', 'IRFFT', 'Imag', 'RFFT', 'Real'),
     'strings': ('AsString', 'RegexReplace', 'StringCase', 'StringEqual', 'StringJoin',
                 'StringSplitV2', 'StringToHashBucketFast', 'StringToNumber', 'Substr'),
-    'strings_segment': ('StringBytesSplit', 'StringSplit', 'UnsortedSegmentJoin'),
+    'strings_segment': ('ByteStrings', 'StringBytesSplit', 'StringSplit', 'UnsortedSegmentJoin'),
     'suppression': ('CombinedNonMaxSuppression',),
     'tftext_tokenize': ('NgramsStringJoin', 'RoundRobinTrim', 'SentencepieceDetokenize',
                         'SentencepieceIdToString', 'SentencepieceModel', 'SentencepieceStringToId',
