@@ -184,3 +184,36 @@ def test_whitespace_tokenizer_multibyte_spaces_keep_tfs_offsets():
     quirky = np.array(["a\u3000b", "x\u00a0y\u2003", "日本\u3000語 テ", "\u3000lead", "p\u2028q\u0085r",
                        "\u1680\u205f"], object)
     check(fn, "WhitespaceTokenize", batches=[quirky, quirky[:2]], outputs=[1, 2, 3])
+
+
+# -- embedded NULs ---------------------------------------------------------------------------------
+def test_embedded_nuls_match_tf_natively():
+    """Strings holding NULs (FastBertNormalizer's model maps U+0000 by its own field): the native
+    kernels read and write bytes by length and give TF's results. (The Python kernels do not
+    see them: onnxruntime's Python custom-op bridge hands strings over cut at the first NUL.)"""
+    batch = np.array(["A\x00B c", "\x00", "x\x00 y\x00", "the\x00quick"], object)
+    wordpiece = text.WordpieceTokenizer(_table(), token_out_type=tf.string, unknown_token=None)
+    normalizer = text.FastBertNormalizer(lower_case_nfd_strip_accents=True)
+    whitespace = text.WhitespaceTokenizer()
+
+    def pieces(x):
+        p, s, e = wordpiece.tokenize_with_offsets(tf.strings.split(x).flat_values)
+        return p.flat_values, s.flat_values, e.flat_values, p.row_splits
+
+    def normalized(x):
+        t, o = normalizer.normalize_with_offsets(x)
+        return t, o.flat_values, o.row_splits
+
+    def tokens(x):
+        t, s, e = whitespace.tokenize_with_offsets(x)
+        return t.flat_values, t.row_splits, s.flat_values, e.flat_values
+    for fn, op in ((pieces, "WordpieceTokenize"), (normalized, "FastBertNormalize"),
+                   (tokens, "WhitespaceTokenize")):
+        model = tf2ir.convert(tf.function(fn, input_signature=SPEC), quiet=True).model
+        session = tf2ir.InferenceSession(model)
+        assert session.python_ops == 0 and session.native_ops >= 1
+        got = session.run(None, {session.get_inputs()[0].name: batch})
+        want = [_text(np.asarray(w)) for w in tf.nest.flatten(fn(tf.constant(batch)))]
+        assert any("\x00" in s for s in got[0].tolist()) or op == "FastBertNormalize"
+        for k, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{op} output {k} (native vs TF)")
