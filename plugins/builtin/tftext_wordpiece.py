@@ -7,9 +7,11 @@ FastBertNormalizer model (a flatbuffer, read here), and the WordPiece vocabulary
 from the lookup table the op's handle names (a table initialised from constants, as tf2ir's
 freezing writes it: parser/tables.py).
 
-FastWordpieceTokenizeWithOffsets is not mapped (it is reported as an unsupported op): its
-model holds the vocabulary only as a LinMaxMatch trie with failure links, whose tokenization
-tf2ir does not reproduce yet."""
+FastWordpieceTokenizeWithOffsets and FastWordpieceDetokenize (opp/tftext_fastwordpiece.py)
+take the model flatbuffer FastWordpieceTokenizer builds as a constant: it becomes the node's
+`model` attribute (checked here; the kernel runs TF-text's linear WordPiece over its trie and
+failure links). Detokenization needs a model built with support_detokenization (else refused,
+as TF's op fails at run time)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError
 from tf2ir.ir.errors import ExitStatus
+from tf2ir.opp import tftext_fastwordpiece as fast_ops
 from tf2ir.opp import tftext_normalize as normalize_ops
 from tf2ir.opp import tftext_regex as regex_ops
 from tf2ir.opp import tftext_wordpiece as wordpiece_ops
@@ -88,6 +91,24 @@ def parse_wordpiece(src, op):
     op.inputs = op.inputs[:1]
 
 
+def _fast_model(op, index: int):
+    model = _const(op, index, "the WordPiece model")
+    if model.dtype != np.uint8 or model.ndim != 1:
+        raise ConversionError(f"{op.op_type}: the WordPiece model is a {model.dtype} tensor of "
+                              f"rank {model.ndim}, not 1-D uint8")
+    return model
+
+
+def parse_fast_wordpiece(src, op):
+    op.set_attr("model", _fast_model(op, 1))
+    op.inputs = op.inputs[:1]
+
+
+def parse_fast_detokenize(src, op):
+    op.set_attr("model", _fast_model(op, 2))
+    op.inputs = op.inputs[:2]
+
+
 MAPPINGS = [
     register_op("CaseFoldUTF8").origin_op_type("CaseFoldUTF8"),
     register_op("NormalizeUTF8").origin_op_type("NormalizeUTF8").parse_params_fn(parse_normalize),
@@ -97,6 +118,10 @@ MAPPINGS = [
     .parse_params_fn(parse_regex_split),
     register_op("WordpieceTokenize").origin_op_type("WordpieceTokenizeWithOffsets")
     .parse_params_fn(parse_wordpiece),
+    register_op("FastWordpieceTokenize").origin_op_type("FastWordpieceTokenizeWithOffsets")
+    .parse_params_fn(parse_fast_wordpiece),
+    register_op("FastWordpieceDetokenize").origin_op_type("TFText>FastWordpieceDetokenize")
+    .parse_params_fn(parse_fast_detokenize),
 ]
 
 
@@ -107,4 +132,5 @@ def tf2ir_op_mappings():
 
 @hookimpl
 def tf2ir_op_prototypes():
-    return list(normalize_ops.OPS) + list(regex_ops.OPS) + list(wordpiece_ops.OPS)
+    return (list(normalize_ops.OPS) + list(regex_ops.OPS) + list(wordpiece_ops.OPS)
+            + list(fast_ops.OPS))
