@@ -68,8 +68,12 @@ def _dtype_spec(dtype, shape, name):
 
 
 # -- ragged rank 1 -------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", TESTED_DTYPES["RaggedTensorToTensor"])
-@pytest.mark.parametrize("shape", [None, [None, 3], [None, 1], [2, None], [7, 4], [3, 2]])
+SHAPES = [None, [None, 3], [None, 1], [2, None], [7, 4], [3, 2]]
+CASES = [("string", s) for s in SHAPES] + [(d, s) for d in TESTED_DTYPES["RaggedTensorToTensor"][1:]
+                                          for s in (None, [None, 1], [7, 4])]
+
+
+@pytest.mark.parametrize("dtype, shape", CASES)
 def test_row_splits_with_shape(dtype, shape):
     """to_tensor(default, shape): longer rows truncated, shorter ones and missing rows padded."""
     def fn(sp, v, d):
@@ -112,10 +116,10 @@ DEFAULTS = {"scalar": np.array(9.0, np.float32), "row": np.array([[0.5, -1.5, 2.
 
 
 @pytest.mark.parametrize("default", list(DEFAULTS))
-@pytest.mark.parametrize("splits_type", ["int32", "int64"])
 @pytest.mark.parametrize("shape", [None, [None, None, 2, 3], [4, 1, None, None], [None] * 4])
-def test_inner_dims_and_broadcast_default(splits_type, shape, default):
+def test_inner_dims_and_broadcast_default(shape, default):
     """values [N, 2, 3]; the default a scalar, [1, 3], [2, 1] or [2, 3], broadcast to [2, 3]."""
+    splits_type = "int32" if default in ("row", "column") else "int64"
     def fn(sp, v, d):
         rt = tf.RaggedTensor.from_row_splits(v, sp, validate=False)
         return rt.to_tensor(d, shape=shape)
