@@ -87,6 +87,10 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
                                          "output_outer_splits"),
     "TFText>NgramsStringJoin": ("output_values", "output_row_splits"),
 }
+# Ops whose output args are each a list of as many tensors as a count attribute says.
+LIST_OUTPUT_ARGS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "TFText>RoundRobinTrim": ("N", ("values", "row_splits")),
+}
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 
 
@@ -204,7 +208,8 @@ def _resolve(ref: str, defs, names: Dict[str, str], args: Dict[str, Tensor], lib
     """The graph tensor a FunctionDef tensor reference ("node:out_arg:i", "arg") stands for."""
     parts = ref.split(":")
     if parts[0] in defs and len(parts) == 3 and _is_index(parts[2]):
-        index = _output_index(defs[parts[0]].op, parts[1], int(parts[2]), library, fail)
+        index = _output_index(defs[parts[0]].op, parts[1], int(parts[2]), library, fail,
+                              defs[parts[0]])
         return names[parts[0]], index
     if parts[0] in args and (len(parts) == 1 or parts[1:] == ["0"]):
         return args[parts[0]]
@@ -226,7 +231,12 @@ def _is_index(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _output_index(op_type: str, arg: str, index: int, library, fail) -> int:
+def _output_index(op_type: str, arg: str, index: int, library, fail, node_def=None) -> int:
+    if op_type in LIST_OUTPUT_ARGS and node_def is not None:
+        count, arg_names = LIST_OUTPUT_ARGS[op_type]
+        if arg not in arg_names:
+            raise fail(f"op {op_type} has no output arg '{arg}'")
+        return arg_names.index(arg) * node_def.attr[count].i + index
     if op_type in library:
         arg_names = tuple(a.name for a in library[op_type].signature.output_arg)
     else:

@@ -30,14 +30,15 @@ SMALL = TEXTS[[1, 3, 9]]
 STRINGS = [tf.TensorSpec([None], tf.string, name="x0")]
 
 
-def check_text_op(fn, inputs, specs, extra_inputs=()):
+def check_text_op(fn, inputs, specs, extra_inputs=(), native=True):
     """Convert `fn`, run it by tf2ir.InferenceSession on `inputs` (and each list of
-    `extra_inputs`) and compare every output with TF's; returns the IR graph."""
+    `extra_inputs`; `native` False: Python kernels only) and compare every output with TF's;
+    returns the IR graph."""
     import tf2ir
     fn, specs, relay, reference = relaxed(fn, specs)
     with tempfile.TemporaryDirectory(prefix="tf2ir-text-") as directory:
         path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path)
+        session = tf2ir.InferenceSession(path, native=native)
         names = [i.name for i in session.get_inputs()]
         for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
             feed = relay([np.asarray(a) for a in feed])
@@ -61,10 +62,11 @@ def flat(*ragged):
 
 
 # -- WhitespaceTokenizer ------------------------------------------------------------------------
-def test_whitespace_tokens_offsets_and_splits():
+@pytest.mark.parametrize("native", [True, False], ids=["native-if-built", "python"])
+def test_whitespace_tokens_offsets_and_splits(native):
     tokenizer = text.WhitespaceTokenizer()
     graph = check_text_op(lambda x: flat(*tokenizer.tokenize_with_offsets(x)), [TEXTS], STRINGS,
-                          extra_inputs=[[SMALL]])
+                          extra_inputs=[[SMALL]], native=native)
     assert "WhitespaceTokenize" in {n.op_type for n in graph.nodes}
 
 
@@ -82,6 +84,7 @@ def test_whitespace_ended_by_a_multibyte_space_keeps_tfs_offsets():
         tokens, starts, ends = tokenizer.tokenize_with_offsets(x)
         return tokens.row_splits, starts.flat_values, ends.flat_values
     check_text_op(offsets, [QUIRKY], STRINGS, extra_inputs=[[QUIRKY[:1]]])
+    check_text_op(offsets, [QUIRKY], STRINGS, native=False)
     want = tokenizer.tokenize(tf.constant(QUIRKY)).flat_values.numpy().tolist()
     config = tokenizer._config
     config = config.numpy() if hasattr(config, "numpy") else config
@@ -217,3 +220,32 @@ def test_without_the_regex_package_the_script_kernel_says_so(monkeypatch):
     monkeypatch.setattr(ops, "_SCRIPTS", {})
     with pytest.raises(RuntimeError, match="needs the 'regex' package"):
         ops.unicode_script_tokenize(np.array([0x41], np.int32), np.array([0, 1]))
+
+
+@pytest.mark.parametrize("reader", ["native", "tf"])
+def test_round_robin_trim_inside_a_saved_model(tmp_path, monkeypatch, reader):
+    """Inside a function body TF names RoundRobinTrim's outputs `values:i` and `row_splits:i`,
+    lists of N tensors each: the SavedModel's trimmed segments and splits are TF's."""
+    import tf2ir
+    monkeypatch.setenv("TF2IR_SAVED_MODEL_READER", reader)
+
+    class Trim(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="a"),
+                                      tf.TensorSpec([None], tf.string, name="b")])
+        def serve(self, a, b):
+            tokens = text.WhitespaceTokenizer()
+            first, second = text.RoundRobinTrimmer(max_seq_length=5).trim(
+                [tokens.tokenize(a), tokens.tokenize(b)])
+            return {"v0": first.flat_values, "v1": second.flat_values,
+                    "s0": first.row_splits, "s1": second.row_splits}
+    module = Trim()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.serve})
+    session = tf2ir.InferenceSession(
+        tf2ir.convert(str(tmp_path / "sm"), quiet=True).model.SerializeToString())
+    names = [o.name for o in session.get_outputs()]
+    for a, b in ((TEXTS, TEXTS[::-1]), (SMALL, SMALL[::-1])):
+        want = module.serve(tf.constant(a), tf.constant(b))
+        got = dict(zip(names, session.run(None, {"a": a, "b": b})))
+        for key in ("v0", "v1", "s0", "s1"):
+            assert_close(as_text(want[key].numpy()), got[key], what=key)
+    del session
