@@ -59,6 +59,12 @@ def key_strings(keys: np.ndarray) -> list:
     return [text(k) for k in np.asarray(keys).reshape(-1)]
 
 
+def _key_bytes(keys: np.ndarray) -> list:
+    """`key_strings` as the bytes an ONNX attribute or tensor holds: a key that is not
+    UTF-8 (GPT-2's byte → unicode table maps single bytes 0x80-0xFF) exactly as it is."""
+    return [k.encode("utf-8", "surrogateescape") for k in key_strings(keys)]
+
+
 # -- LookupTable -------------------------------------------------------------------------
 table = (
     OPS.declare("LookupTable", "A constant hash table from `keys` to `values` (1-D tensors "
@@ -128,12 +134,12 @@ def _lower_find(ctx, node):
         return
     if node.inputs[0].desc.dtype != "string":
         x = ctx.op.Cast(x, to=ONNX_DTYPES["string"])
-    index = ctx.op.LabelEncoder(x, domain=ML_DOMAIN, classes_strings=key_strings(keys),
+    index = ctx.op.LabelEncoder(x, domain=ML_DOMAIN, classes_strings=_key_bytes(keys),
                                 default_int64=-1)
     zero = ctx.constant(np.array(0, np.int64))
     found = ctx.op.GreaterOrEqual(index, zero)
     table_values = ctx.constant(values if dtype != "string" else
-                                np.array(key_strings(values), object), "table_values")
+                                np.array(_key_bytes(values), object), "table_values")
     picked = ctx.op.Gather(table_values, ctx.op.Max(index, zero))
     if dtype == "string":
         ctx.op.Where(found, picked, ctx.input(1), out=ctx.output(0))

@@ -40,6 +40,7 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
     "Unique": ("y", "idx"), "UniqueV2": ("y", "idx"), "UniqueWithCounts": ("y", "idx", "count"),
     "UniqueWithCountsV2": ("y", "idx", "count"),
     "SparseReshape": ("output_indices", "output_shape"),
+    "StringSplit": ("indices", "values", "shape"),
     "StringSplitV2": ("indices", "values", "shape"),
     "CTCGreedyDecoder": ("decoded_indices", "decoded_values", "decoded_shape",
                          "log_probability"),
@@ -86,6 +87,7 @@ OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
                                          "output_offset_starts", "output_offset_limits",
                                          "output_outer_splits"),
     "TFText>NgramsStringJoin": ("output_values", "output_row_splits"),
+    "RegexSplitWithOffsets": ("tokens", "begin_offsets", "end_offsets", "row_splits"),
 }
 # Ops whose output args are each a list of as many tensors as a count attribute says.
 LIST_OUTPUT_ARGS: Dict[str, Tuple[str, Tuple[str, ...]]] = {

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'aea63385230e30a6882c8f1c4cc2b94921d58c38'
+FINGERPRINT = '3ac93fef26466b8cd3cd0a09f09edd01825d9bfc'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -39,7 +39,7 @@ SOURCES = {
     'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
     'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18700,
-    'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11277, 'opp/suppression.py': 6795,
+    'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11567, 'opp/suppression.py': 6795,
     'opp/tftext_fastwordpiece.py': 16546, 'opp/tftext_normalize.py': 11549,
     'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12465,
     'opp/tftext_tokenize.py': 15075, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,

@@ -20,12 +20,11 @@ import tf2ir  # noqa: E402
 from tf2ir.tools import text_models  # noqa: E402
 
 # What still stands between each model and TF's answer (strict: the marker must go when fixed).
-GPT2_MISSING = "StringSplit (tf.strings.bytes_split) and UnsortedSegmentJoin are not mapped yet"
 BERT_ACCENTS = ("ids differ from TF on accented text ('Café naïve RÉSUMÉ', 'Ελλάδα'): "
                 "BertTokenizer's NFD + StaticRegexReplace(\\p{Mn}) accent stripping")
 MODELS = [pytest.param("bert", marks=pytest.mark.xfail(strict=True, reason=BERT_ACCENTS)),
           "sentencepiece",
-          pytest.param("gpt2", marks=pytest.mark.xfail(strict=True, reason=GPT2_MISSING))]
+          "gpt2"]
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +70,7 @@ print("tensorflow_text imported:", sys.modules.get("tensorflow_text") is not Non
 """
 
 
-@pytest.mark.parametrize("name", MODELS[:2])
+@pytest.mark.parametrize("name", MODELS)
 def test_saved_model_without_tensorflow_text(built, name, tmp_path):
     """tensorflow_text unimportable (a None entry in sys.modules): the SavedModel still
     converts, natively, and gives TF's result."""
