@@ -305,7 +305,7 @@ tokenize = OPS.declare(
 
 def _check_model(node) -> Dict[str, object]:
     try:
-        return read_model(node.attrs["model"])
+        return cached(node.attrs["model"], read_model)
     except ValueError as exc:
         raise ConversionError(f"{node.op_type}: the WordPiece model is {exc}") from None
 

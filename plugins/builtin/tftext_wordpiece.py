@@ -1,6 +1,8 @@
 """Built-in mappings for tensorflow-text's normalization and WordPiece ops
-(opp/tftext_normalize.py, opp/tftext_regex.py, opp/tftext_wordpiece.py): CaseFoldUTF8,
-NormalizeUTF8, FastBertNormalize, RegexSplitWithOffsets and WordpieceTokenizeWithOffsets.
+(opp/tftext_normalize.py, opp/tftext_regex.py, opp/tftext_wordpiece.py,
+opp/tftext_fastwordpiece.py): CaseFoldUTF8, NormalizeUTF8, FastBertNormalize,
+RegexSplitWithOffsets, WordpieceTokenizeWithOffsets, FastWordpieceTokenizeWithOffsets and
+FastWordpieceDetokenize.
 
 Inputs TF-text's Python classes build as constants become attributes: the regex patterns, the
 FastBertNormalizer model (a flatbuffer, read here), and the WordPiece vocabulary, which comes
@@ -14,6 +16,8 @@ failure links). Detokenization needs a model built with support_detokenization (
 as TF's op fails at run time)."""
 
 from __future__ import annotations
+
+from typing import cast
 
 import numpy as np
 
@@ -52,7 +56,7 @@ def parse_bert_normalize(src, op):
     model = normalize_ops.read_bert_normalizer_model(_const(op, 1, "the normalizer model"))
     op.set_attr("trie", model["trie"])
     op.set_attr("pool", model["pool"])
-    op.set_attr("data_zero", int(model["data_zero"]))
+    op.set_attr("data_zero", int(cast(int, model["data_zero"])))
     op.set_attr("get_offsets", bool(src.attr("get_offsets", False)))
     op.inputs = op.inputs[:1]
 
