@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '3ac93fef26466b8cd3cd0a09f09edd01825d9bfc'
+FINGERPRINT = 'bc00e9b7c41f163a70d0740359c4b44eca665afa'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,7 +21,7 @@ SOURCES = {
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1547,
     'builtin/strings_segment.py': 2282, 'builtin/suppression.py': 430,
-    'builtin/tftext_tokenize.py': 7040, 'builtin/tftext_wordpiece.py': 5794,
+    'builtin/tftext_tokenize.py': 7040, 'builtin/tftext_wordpiece.py': 5918,
     'builtin/unicode.py': 2751, 'opp/__init__.py': 280, 'opp/angles.py': 1799,
     'opp/arithmetic.py': 8320, 'opp/array.py': 16222, 'opp/bitwise.py': 6005,
     'opp/blocks.py': 14529, 'opp/broadcast.py': 4200, 'opp/carriers.py': 1952,
@@ -40,7 +40,7 @@ SOURCES = {
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
     'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18700,
     'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11567, 'opp/suppression.py': 6795,
-    'opp/tftext_fastwordpiece.py': 16546, 'opp/tftext_normalize.py': 11549,
+    'opp/tftext_fastwordpiece.py': 16554, 'opp/tftext_normalize.py': 11549,
     'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12465,
     'opp/tftext_tokenize.py': 15075, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,
 }
