@@ -18,6 +18,22 @@ SENTENCEPIECE_USERS = ("SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffs
                        "SentencepieceStringToIdOp", "SentencepieceVocabSizeOp")
 
 
+# What passes a handle on: ops, and functional ops into their functions' arguments (If and
+# Case take the condition or branch index first).
+PASS_THROUGH = ("Identity", "Switch", "Merge", "Enter", "Exit", "NextIteration")
+FUNCTIONAL = ("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+              "PartitionedCall", "StatefulPartitionedCall")
+FIRST_INPUT_NOT_PASSED = ("If", "StatelessIf", "Case", "StatelessCase")
+MAX_DEPTH = 32
+
+
+def _called(node) -> list:
+    """The functions a functional NodeDef calls (its func and list-of-func attributes)."""
+    names = [v.func.name for v in node.attr.values() if v.WhichOneof("value") == "func"]
+    return names + [f.name for v in node.attr.values() if v.WhichOneof("value") == "list"
+                    for f in v.list.func]
+
+
 def _read_by_sentencepiece(graph_def, name: str) -> bool:
     """Whether a SentencePiece op reads tensor `name`: directly, through ops that pass a handle
     on, or inside the functions (calls, If/While/Case bodies) it is passed to."""
@@ -26,7 +42,6 @@ def _read_by_sentencepiece(graph_def, name: str) -> bool:
 
 
 def _reads(nodes, names: Set[str], functions, seen: Set[Tuple[str, int]], depth: int) -> bool:
-    from tf2ir.parser.tables import FUNCTION_ATTRS, MAX_DEPTH, PASS_THROUGH, called_functions
     names, changed = set(names), True
     while changed:
         changed = False
@@ -40,9 +55,9 @@ def _reads(nodes, names: Set[str], functions, seen: Set[Tuple[str, int]], depth:
                 if node.op in PASS_THROUGH and node.name not in names:
                     names.add(node.name)
                     changed = True
-                if node.op in FUNCTION_ATTRS and depth < MAX_DEPTH:
-                    index = position - FUNCTION_ATTRS[node.op][1]
-                    for called in called_functions(node):
+                if node.op in FUNCTIONAL and depth < MAX_DEPTH:
+                    index = position - (1 if node.op in FIRST_INPUT_NOT_PASSED else 0)
+                    for called in _called(node):
                         body = functions.get(called)
                         if body is None or not 0 <= index < len(body.signature.input_arg) \
                                 or (called, index) in seen:
