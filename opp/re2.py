@@ -351,7 +351,7 @@ class _Translator:
         if end == ":":
             self.open("(?:", match.end())
         else:
-            self.i = match.end()
+            self.i, self.can_repeat = match.end(), False
         for f in on:
             self.flags[f] = True
         for f in off:
