@@ -147,6 +147,7 @@ class Tokenizer:
         self.trie, self.size = model["trie"], len(model["trie"])
         self.out: list = []
         self.kept = 0  # tokens of finished words (TF's original_num_tokens)
+        self.budget = 0  # failure transitions left: each pops >= 1 byte of a valid model's input
 
     # darts-clone trie
     def step(self, node: int, piece: bytes):
@@ -183,6 +184,10 @@ class Tokenizer:
 
     def follow(self, node: int, word: bytes, start: int, at: List[int]):
         """The failure transition from `node` (its pops appended), or None."""
+        self.budget -= 1
+        if self.budget < 0:
+            raise ValueError("FastWordpieceTokenize: the model's failure links loop (a "
+                             "malformed model)")
         links = self.m["link"]
         link = links[node] if node < len(links) else NULL
         value = self.data(node)
@@ -289,6 +294,7 @@ def _model(model) -> Dict[str, object]:
 
 def tokenize_one(model: Dict[str, object], text: bytes) -> list:
     tokenizer = Tokenizer(model)
+    tokenizer.budget = 4 * len(text) + 16
     (tokenizer.text if model["end_to_end"] else tokenizer.word)(text)
     return tokenizer.out
 

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'bc00e9b7c41f163a70d0740359c4b44eca665afa'
+FINGERPRINT = '7a0825c8616ea95096a2190f2c7e89676f884140'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -35,12 +35,12 @@ SOURCES = {
     'opp/lookup.py': 6769, 'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248,
     'opp/norm.py': 7491, 'opp/number_text.py': 4679, 'opp/pool.py': 7417, 'opp/quantize.py': 9622,
     'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 20624, 'opp/random.py': 16850,
-    'opp/re2.py': 18834, 'opp/reduce.py': 16540, 'opp/regex.py': 5924, 'opp/rnn.py': 6146,
+    'opp/re2.py': 18858, 'opp/reduce.py': 16540, 'opp/regex.py': 5924, 'opp/rnn.py': 6146,
     'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
     'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18700,
     'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11567, 'opp/suppression.py': 6795,
-    'opp/tftext_fastwordpiece.py': 16554, 'opp/tftext_normalize.py': 11549,
+    'opp/tftext_fastwordpiece.py': 16885, 'opp/tftext_normalize.py': 11549,
     'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12465,
     'opp/tftext_tokenize.py': 15075, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,
 }

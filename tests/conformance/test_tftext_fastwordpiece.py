@@ -142,3 +142,36 @@ def test_kernel_matches_tf_on_random_and_ill_formed_utf8():
         assert pieces == list(want[0]), options
         for k in range(1, 5):
             assert got[k].tolist() == want[k].tolist(), (options, k)
+
+
+def test_malformed_model_is_refused_naming_the_node():
+    from tf2ir.ir import ConversionError
+
+    def fn(x):
+        return tuple(_gen().fast_wordpiece_tokenize_with_offsets(
+            input_values=x, wp_model=tf.constant(list(range(1, 10)), tf.uint8)))
+    with tempfile.TemporaryDirectory() as directory:
+        with pytest.raises(ConversionError, match="node 'FastWordpieceTokenizeWithOffsets'") \
+                as info:
+            convert_function(fn, [spec((None,), "string")], directory)
+    assert "not a FastWordpieceTokenizerConfig flatbuffer" in str(info.value)
+
+
+def test_kernel_stops_on_looping_failure_links():
+    """A model whose failure link of token 'a' points back to itself: TF's kernel would loop
+    for ever; the kernel reports the malformed model."""
+    import struct
+
+    from tf2ir.opp.tftext_fastwordpiece import Tokenizer, fast_wordpiece_tokenize, read_model
+    from tf2ir.opp.tftext_normalize import flatbuffer_fields
+    model = text.FastWordpieceTokenizer(["[UNK]", "a", "##b"], no_pretokenization=True)
+    buffer = bytearray(model._model.numpy().tobytes())
+    node = Tokenizer(read_model(model._model.numpy())).step(0, b"a")
+    field = flatbuffer_fields(bytes(buffer), 2)[1]
+    start = field + struct.unpack_from("<I", buffer, field)[0]
+    struct.pack_into("<I", buffer, start + 4 + 8 * node, node)
+    ok = fast_wordpiece_tokenize(np.array(["b"], object), model=model._model.numpy())
+    assert ok[1].tolist() == [0]
+    with pytest.raises(ValueError, match="failure links loop"):
+        fast_wordpiece_tokenize(np.array(["aa"], object), model=np.frombuffer(bytes(buffer),
+                                                                               np.uint8))
