@@ -13,7 +13,7 @@
 // trie and pool and the whitespace code points are INTS. A node without them (or with them
 // unreadable) fails when it runs, with a message naming the attribute; no exception leaves a
 // kernel, and kernel creation never fails.
-#include "kernels.h"
+#include "common.h"
 
 #include <algorithm>
 #include <cstring>
@@ -26,61 +26,8 @@ namespace tf2ir_kernels {
 namespace {
 
 constexpr const char* TEXT_DOMAIN = "ai.tf2ir.text";   // opp/tftext_normalize.py DOMAIN
-using Shape = std::vector<int64_t>;
-constexpr ONNXTensorElementDataType STRING = ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
 constexpr ONNXTensorElementDataType INT64 = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
 constexpr ONNXTensorElementDataType INT32 = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-
-Ort::Status fail(const std::string& message) { return Ort::Status(message.c_str(), ORT_INVALID_ARGUMENT); }
-
-// A string input, flattened: views into one buffer.
-struct Strings {
-  std::vector<char> chars;
-  std::vector<std::string_view> views;
-};
-
-Strings read_strings(Ort::KernelContext& ctx, size_t index) {
-  Strings in;
-  Ort::ConstValue value = ctx.GetInput(index);
-  const size_t n = value.GetTensorTypeAndShapeInfo().GetElementCount();
-  if (n == 0) return in;
-  const size_t total = value.GetStringTensorDataLength();
-  in.chars.resize(total + 1);
-  std::vector<size_t> offsets(n + 1);
-  value.GetStringTensorContent(in.chars.data(), total, offsets.data(), n);
-  offsets[n] = total;
-  in.views.reserve(n);
-  for (size_t i = 0; i < n; ++i) in.views.emplace_back(in.chars.data() + offsets[i], offsets[i + 1] - offsets[i]);
-  return in;
-}
-
-// Output `index`: the 1-D string tensor of `starts.size() - 1` strings, string i the bytes
-// arena[starts[i], starts[i + 1]). One FillStringTensor call where no string holds a NUL.
-void write_strings(Ort::KernelContext& ctx, size_t index, const std::string& arena, const std::vector<size_t>& starts) {
-  const size_t n = starts.size() - 1;
-  Shape shape{static_cast<int64_t>(n)};
-  Ort::UnownedValue out = ctx.GetOutput(index, shape.data(), shape.size());
-  if (n == 0) return;
-  if (std::memchr(arena.data(), 0, arena.size()) == nullptr) {
-    std::string texts;   // each string followed by its NUL
-    texts.reserve(arena.size() + n);
-    std::vector<size_t> at(n);
-    for (size_t i = 0; i < n; ++i) {
-      at[i] = texts.size();
-      texts.append(arena, starts[i], starts[i + 1] - starts[i]);
-      texts.push_back('\0');
-    }
-    std::vector<const char*> pointers(n);
-    for (size_t i = 0; i < n; ++i) pointers[i] = texts.data() + at[i];
-    out.FillStringTensor(pointers.data(), n);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const size_t size = starts[i + 1] - starts[i];
-    char* to = out.GetResizedStringTensorElementBuffer(i, size);
-    if (size) std::memcpy(to, arena.data() + starts[i], size);
-  }
-}
 
 template <typename T>
 void write_numbers(Ort::KernelContext& ctx, size_t index, const std::vector<T>& values) {
@@ -140,49 +87,6 @@ inline size_t next_char(const unsigned char* s, size_t i, size_t n, uint32_t& cp
     default: cp = 0xDC00u + s[i]; return 1;
   }
 }
-
-// The op: name, input and output types; the kernel `K` has K(const OrtKernelInfo*) and
-// Ort::Status Compute(Ort::KernelContext&).
-template <typename K>
-struct Kernel {
-  explicit Kernel(const OrtKernelInfo* info) : impl(info) {}
-  OrtStatusPtr ComputeV2(OrtKernelContext* context) {
-    try {
-      Ort::KernelContext ctx(context);
-      return impl.Compute(ctx).release();
-    } catch (const Ort::Exception& e) {
-      return Ort::GetApi().CreateStatus(e.GetOrtErrorCode(), e.what());
-    } catch (const std::exception& e) {
-      return Ort::GetApi().CreateStatus(ORT_INVALID_ARGUMENT, e.what());
-    } catch (...) {
-      return Ort::GetApi().CreateStatus(ORT_FAIL, "unknown failure");
-    }
-  }
-  K impl;
-};
-
-template <typename K>
-struct Op : Ort::CustomOpBase<Op<K>, Kernel<K>, true> {
-  Op(const char* name, std::vector<ONNXTensorElementDataType> in, std::vector<ONNXTensorElementDataType> out)
-      : name_(name), in_(std::move(in)), out_(std::move(out)) {}
-  OrtStatusPtr CreateKernelV2(const OrtApi& api, const OrtKernelInfo* info, void** kernel) const {
-    try {
-      *kernel = new Kernel<K>(info);
-      return nullptr;
-    } catch (const std::exception& e) {
-      return api.CreateStatus(ORT_FAIL, e.what());
-    }
-  }
-  const char* GetName() const { return name_; }
-  const char* GetExecutionProviderType() const { return CPU; }
-  size_t GetInputTypeCount() const { return in_.size(); }
-  ONNXTensorElementDataType GetInputType(size_t i) const { return in_[i]; }
-  size_t GetOutputTypeCount() const { return out_.size(); }
-  ONNXTensorElementDataType GetOutputType(size_t i) const { return out_[i]; }
-
-  const char* name_;
-  std::vector<ONNXTensorElementDataType> in_, out_;
-};
 
 // -- WordpieceTokenize -----------------------------------------------------------------------------
 
