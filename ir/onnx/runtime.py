@@ -158,6 +158,7 @@ class InferenceSession:
                 if isinstance(model, str):
                     from onnx.external_data_helper import load_external_data_for_model
                     load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
+                _refuse_undecodable_strings(proto, bodies[0][0])
                 declared = _value_infos(proto)
                 self._keys = [_bind(node, kernel, declared, f"{id(self)}/{i}")
                               for i, (node, kernel) in enumerate(bodies)]
@@ -250,6 +251,33 @@ def _refuse_dispatch_nodes(proto: onnx.ModelProto) -> None:
                 "which picks a Python body by its `kernel` attribute; a model may only hold "
                 "the ops of installed plugins, whose kernels the runtime binds itself",
                 node=node.name or None, op_type=node.op_type)
+
+
+def _refuse_undecodable_strings(proto: onnx.ModelProto, node: onnx.NodeProto) -> None:
+    """onnxruntime-extensions hands strings to Python kernels as text and aborts the process
+    on bytes that are not UTF-8: a model with Python kernels may not hold such a string
+    constant (a native kernel takes any bytes)."""
+    def tensors(graph: onnx.GraphProto):
+        yield from graph.initializer
+        for n in graph.node:
+            for attr in n.attribute:
+                if attr.HasField("t"):
+                    yield attr.t
+                for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                    yield from tensors(sub)
+    for tensor in tensors(proto.graph):
+        if tensor.data_type != onnx.TensorProto.STRING:
+            continue
+        for value in tensor.string_data:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ConversionError(
+                    f"string constant '{tensor.name}' holds bytes that are not UTF-8 "
+                    f"({value[:40]!r}), which the Python kernels of this model's plugin ops "
+                    "cannot take (onnxruntime-extensions would abort the process): build the "
+                    "native kernels (a C++ compiler at install) or convert a model without them",
+                    node=node.name or None, op_type=node.op_type) from None
 
 
 def _value_infos(model: onnx.ModelProto) -> Dict[str, Declared]:
