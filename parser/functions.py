@@ -32,67 +32,10 @@ FUNCTIONAL_OPS = ("If", "StatelessIf", "While", "StatelessWhile")
 MAX_DEPTH = 32
 Tensor = Tuple[str, int]
 
-# A FunctionDef names a node output "node:out_arg:i"; the flat output index is the offset
-# of out_arg among the op's output args plus i. Ops not listed have one output arg; every
-# arg listed here is a single tensor.
-OUTPUT_ARGS: Dict[str, Tuple[str, ...]] = {
-    "TopK": ("values", "indices"), "TopKV2": ("values", "indices"),
-    "Unique": ("y", "idx"), "UniqueV2": ("y", "idx"), "UniqueWithCounts": ("y", "idx", "count"),
-    "UniqueWithCountsV2": ("y", "idx", "count"),
-    "SparseReshape": ("output_indices", "output_shape"),
-    "StringSplit": ("indices", "values", "shape"),
-    "StringSplitV2": ("indices", "values", "shape"),
-    "CTCGreedyDecoder": ("decoded_indices", "decoded_values", "decoded_shape",
-                         "log_probability"),
-    "CombinedNonMaxSuppression": ("nmsed_boxes", "nmsed_scores", "nmsed_classes",
-                                  "valid_detections"),
-    "DenseToDenseSetOperation": ("result_indices", "result_values", "result_shape"),
-    "RaggedRange": ("rt_nested_splits", "rt_dense_values"),
-    "RaggedTensorToSparse": ("sparse_indices", "sparse_values", "sparse_dense_shape"),
-    "RaggedGather": ("output_nested_splits", "output_dense_values"),   # OUTPUT_RAGGED_RANK 1
-    "SampleDistortedBoundingBox": ("begin", "size", "bboxes"),
-    "SampleDistortedBoundingBoxV2": ("begin", "size", "bboxes"),
-    "SparseFillEmptyRows": ("output_indices", "output_values", "empty_row_indicator",
-                            "reverse_index_map"),
-    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
-    "StatelessRandomGetKeyCounter": ("key", "counter"),
-    "StatelessRandomGetKeyCounterAlg": ("key", "counter", "alg"),
-    "ListDiff": ("out", "idx"), "BroadcastGradientArgs": ("r0", "r1"),
-    "FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
-    "FusedBatchNormV2": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
-    "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1",
-                         "reserve_space_2", "reserve_space_3"),
-    "_FusedBatchNormEx": ("y", "batch_mean", "batch_variance", "reserve_space_1",
-                          "reserve_space_2", "reserve_space_3"),
-    "MaxPoolWithArgmax": ("output", "argmax"),
-    "Switch": ("output_false", "output_true"), "Merge": ("output", "value_index"),
-    "Qr": ("q", "r"), "Svd": ("s", "u", "v"), "SelfAdjointEigV2": ("e", "v"),
-    "NonMaxSuppressionV4": ("selected_indices", "valid_outputs"),
-    "NonMaxSuppressionV5": ("selected_indices", "selected_scores", "valid_outputs"),
-    "QuantizeV2": ("output", "output_min", "output_max"),
-    "LSTMBlockCell": ("i", "cs", "f", "o", "ci", "co", "h"),
-    "GRUBlockCell": ("r", "u", "c", "h"),
-    "CudnnRNN": ("output", "output_h", "output_c", "reserve_space"),
-    "TensorListPopBack": ("output_handle", "tensor"),
-    "TensorListConcat": ("tensor", "lengths"), "TensorListConcatV2": ("tensor", "lengths"),
-    "TensorArrayV3": ("handle", "flow"), "TensorArrayConcatV3": ("value", "lengths"),
-    # tensorflow-text (TFText>NgramsStringJoin's splits: RAGGED_RANK tensors, the last arg)
-    "SentencepieceTokenizeOp": ("output_values", "output_splits"),
-    "SentencepieceTokenizeWithOffsetsOp": ("output_values", "output_splits",
-                                           "output_offset_starts", "output_offset_limits"),
-    "TFText>WhitespaceTokenizeWithOffsetsV2": ("output_tokens", "output_row_splits",
-                                               "output_start_offsets", "output_end_offsets"),
-    "UnicodeScriptTokenizeWithOffsets": ("output_values", "output_values_inner_splits",
-                                         "output_offset_starts", "output_offset_limits",
-                                         "output_outer_splits"),
-    "TFText>NgramsStringJoin": ("output_values", "output_row_splits"),
-    "RegexSplitWithOffsets": ("tokens", "begin_offsets", "end_offsets", "row_splits"),
-}
-# Ops whose output args are each a list of as many tensors as a count attribute says.
-LIST_OUTPUT_ARGS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "TFText>RoundRobinTrim": ("N", ("values", "row_splits")),
-}
+# A FunctionDef names a node output "node:out_arg:i"; the flat output index is the size of the
+# op's output args before out_arg plus i: a library function's signature says them, else the
+# table generated from TF's op registry (parser/op_outputs.py, tools/gen_op_outputs.py).
+_SINGLE_OUTPUT: Dict[str, str] = {}   # op type → its one output arg, from op_outputs.SINGLE
 _TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 
 
@@ -233,21 +176,54 @@ def _is_index(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _output_index(op_type: str, arg: str, index: int, library, fail, node_def=None) -> int:
-    if op_type in LIST_OUTPUT_ARGS and node_def is not None:
-        count, arg_names = LIST_OUTPUT_ARGS[op_type]
-        if arg not in arg_names:
-            raise fail(f"op {op_type} has no output arg '{arg}'")
-        return arg_names.index(arg) * node_def.attr[count].i + index
+def _output_index(op_type: str, arg: str, index: int, library, fail, node_def) -> int:
+    """The flat output index of body node `node_def`'s output "arg:index"."""
+    from tf2ir.parser import op_outputs   # a table of every TF op: only where functions are
     if op_type in library:
         arg_names = tuple(a.name for a in library[op_type].signature.output_arg)
-    else:
-        arg_names = OUTPUT_ARGS.get(op_type)
-    if arg_names is None:
-        return index
-    if arg not in arg_names:
-        raise fail(f"op {op_type} has no output arg '{arg}'")
-    return arg_names.index(arg) + index
+        if arg not in arg_names:
+            raise fail(f"node '{node_def.name}' (op {op_type}) has no output arg '{arg}'")
+        return arg_names.index(arg) + index
+    args = op_outputs.OUTPUTS.get(op_type)
+    if args is None:
+        if not _SINGLE_OUTPUT:
+            _SINGLE_OUTPUT.update((op, name) for name, ops in op_outputs.SINGLE.items()
+                                  for op in ops.split())
+        if op_type not in _SINGLE_OUTPUT:
+            raise fail(f"node '{node_def.name}': op {op_type} is in neither the function library"
+                       f" nor TensorFlow's op registry (parser/op_outputs.py), so its output "
+                       f"arg '{arg}' cannot be placed")
+        args = ((_SINGLE_OUTPUT[op_type], None),)
+    offset = 0
+    for name, count_attr in args:
+        size = 1 if count_attr is None else _list_size(op_type, count_attr, node_def, fail)
+        if name == arg:
+            if index >= size:
+                raise fail(f"node '{node_def.name}' (op {op_type}): output arg '{arg}' has "
+                           f"{size} tensor(s), there is no '{arg}:{index}'")
+            return offset + index
+        offset += size
+    raise fail(f"node '{node_def.name}' (op {op_type}) has no output arg '{arg}'")
+
+
+def _list_size(op_type: str, attr: str, node_def, fail) -> int:
+    """How many tensors an output list holds: the node's int attr, or its type-list attr's
+    length (the OpDef's default where the node leaves the attr out)."""
+    from tf2ir.parser import op_outputs
+    if attr not in node_def.attr:
+        size = op_outputs.COUNT_DEFAULTS.get(op_type, {}).get(attr)
+        if size is None:
+            raise fail(f"node '{node_def.name}' (op {op_type}) lacks attr '{attr}', which sizes "
+                       f"an output list")
+        return size
+    value = node_def.attr[attr]
+    kind = value.WhichOneof("value")
+    if kind == "i":
+        return value.i
+    if kind == "list":
+        return len(value.list.type)
+    raise fail(f"node '{node_def.name}' (op {op_type}): attr '{attr}', which sizes an output "
+               f"list, is no count or type list ({kind})")
 
 
 def _needed(defs, returns: List[str]) -> Set[str]:
