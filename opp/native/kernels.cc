@@ -7,4 +7,5 @@ TF2IR_NATIVE_OPS(ops) {
   tf2ir_kernels::add_numbers_ops(ops);
   tf2ir_kernels::add_bitwise_ops(ops);
   tf2ir_kernels::add_text_ops(ops);
+  tf2ir_kernels::add_fastwordpiece_ops(ops);
 }

@@ -21,5 +21,6 @@ void add_strings_ops(tf2ir::NativeOps& ops);   // strings.cc
 void add_numbers_ops(tf2ir::NativeOps& ops);   // numbers.cc
 void add_bitwise_ops(tf2ir::NativeOps& ops);   // bitwise.cc
 void add_text_ops(tf2ir::NativeOps& ops);      // text.cc
+void add_fastwordpiece_ops(tf2ir::NativeOps& ops);   // fastwordpiece.cc
 
 }  // namespace tf2ir_kernels

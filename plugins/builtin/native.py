@@ -17,7 +17,8 @@ HASH_OPS = ("StringToHashBucketFast",)                 # opp/native/fingerprint.
 STRING_OPS = ("StringCase", "StringSplitV2", "StringJoin", "Substr", "StringEqual")  # strings.cc
 NUMBER_OPS = ("StringToNumber", "AsString")              # opp/native/numbers.cc
 BITWISE_OPS = ("Bitcast",)                               # opp/native/bitwise.cc
-TEXT_OPS = ("WordpieceTokenize", "FastBertNormalize", "WhitespaceTokenize")  # opp/native/text.cc
+TEXT_OPS = ("WordpieceTokenize", "FastBertNormalize", "WhitespaceTokenize",  # text.cc
+            "FastWordpieceTokenize", "FastWordpieceDetokenize")      # fastwordpiece.cc
 SERVED = {
     strings.DOMAIN: HASH_OPS + STRING_OPS + NUMBER_OPS,
     bitwise.DOMAIN: BITWISE_OPS,

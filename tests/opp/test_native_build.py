@@ -12,13 +12,15 @@ from onnx import helper
 import tf2ir
 from tf2ir.ir.onnx.runtime import KernelError
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
-from tf2ir.opp import bitwise, strings, tftext_normalize, tftext_tokenize, tftext_wordpiece
+from tf2ir.opp import (bitwise, strings, tftext_fastwordpiece, tftext_normalize, tftext_tokenize,
+                       tftext_wordpiece)
 from tf2ir.plugins.builtin import native
 
 COMPILER = (sysconfig.get_config_var("CXX") or "c++").split()[0]
 HAS_COMPILER = shutil.which(COMPILER) is not None
 OPSETS = {strings.DOMAIN: strings.OPS, bitwise.DOMAIN: bitwise.OPS,
-          tftext_normalize.DOMAIN: [*tftext_normalize.OPS, *tftext_wordpiece.OPS, *tftext_tokenize.OPS]}
+          tftext_normalize.DOMAIN: [*tftext_normalize.OPS, *tftext_wordpiece.OPS, *tftext_tokenize.OPS,
+                                    *tftext_fastwordpiece.OPS]}
 PREFERRED = ("string", "float32", "int64", "int32", "float64", "int16", "int8", "uint8")
 LIBRARIES = {lib.domain: lib for lib in native.tf2ir_native_libraries()}
 SERVED = [(domain, op) for domain, ops in native.SERVED.items() for op in ops]
