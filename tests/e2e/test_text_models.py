@@ -19,12 +19,7 @@ pytest.importorskip("sentencepiece")
 import tf2ir  # noqa: E402
 from tf2ir.tools import text_models  # noqa: E402
 
-# What still stands between each model and TF's answer (strict: the marker must go when fixed).
-BERT_ACCENTS = ("ids differ from TF on accented text ('Café naïve RÉSUMÉ', 'Ελλάδα'): "
-                "BertTokenizer's NFD + StaticRegexReplace(\\p{Mn}) accent stripping")
-MODELS = [pytest.param("bert", marks=pytest.mark.xfail(strict=True, reason=BERT_ACCENTS)),
-          "sentencepiece",
-          "gpt2"]
+MODELS = ["bert", "sentencepiece", "gpt2"]
 
 
 @pytest.fixture(scope="module")
