@@ -50,6 +50,8 @@ from onnx import helper, numpy_helper
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.ir.onnx.guard import SIGNALLED, Mismatch, checked, first_line, held_signals, stand_ins
+from tf2ir.ir.onnx.model_info import (Declared, input_type_of, refuse_undecodable_strings,
+                                      value_infos)
 from tf2ir.ir.onnx.native import NativeLibrary, libraries_for
 from tf2ir.ir.onnx.native import register as register_library
 from tf2ir.ir.onnx.node import walk_protos
@@ -61,7 +63,6 @@ DISPATCH_PREFIX = "tf2ir_py_"   # the dispatch ops' names: a model may not use t
 # kernel_for(node): None, the node's Python kernel, or (kernel, the plugin that declares it)
 KernelFor = Callable[[onnx.NodeProto], Union[None, Callable, Tuple[Callable, str]]]
 TableKernelFor = Callable[[onnx.NodeProto], Optional[Tuple[Callable, str]]]   # table_kernels'
-Declared = Tuple[int, Optional[Tuple[Optional[int], ...]]]   # elem type, shape (None: unknown)
 Signature = Tuple[Tuple[int, ...], Tuple[int, ...]]   # PyCustomOpDef input and output types
 _DISPATCH: Dict[Signature, str] = {}   # signature → its registered dispatch op type
 _BODIES: Dict[str, Callable] = {}      # a node's `kernel` attribute → its Python body
@@ -136,7 +137,7 @@ class InferenceSession:
             if not isinstance(model, str):
                 proto = _copy(proto)   # the caller's model stays as it is
             custom = [n for n in _all_nodes(proto.graph) if n.domain not in STANDARD_DOMAINS]
-            used, served = libraries_for(custom, native, _input_type(proto))
+            used, served = libraries_for(custom, native, input_type_of(proto))
             for library in used:   # a native kernel runs where a library serves the node
                 if library.path not in self.native_libraries:   # one file may serve domains
                     register_library(options, library)
@@ -158,8 +159,8 @@ class InferenceSession:
                 if isinstance(model, str):
                     from onnx.external_data_helper import load_external_data_for_model
                     load_external_data_for_model(proto, os.path.dirname(os.path.abspath(model)))
-                _refuse_undecodable_strings(proto, bodies[0][0])
-                declared = _value_infos(proto)
+                refuse_undecodable_strings(proto, bodies[0][0])
+                declared = value_infos(proto)
                 self._keys = [_bind(node, kernel, declared, f"{id(self)}/{i}")
                               for i, (node, kernel) in enumerate(bodies)]
                 _LIVE.add(self)
@@ -212,21 +213,6 @@ class InferenceSession:
                 bodies.pop(key, None)
 
 
-def _input_type(proto: onnx.ModelProto) -> Callable[[onnx.NodeProto], Optional[str]]:
-    """node → the numpy dtype name of its first input (None: none or unknown), inferring the
-    model's value types on the first question only."""
-    found: Dict[str, Dict[str, Declared]] = {}
-
-    def input_type(node: onnx.NodeProto) -> Optional[str]:
-        if not node.input or not node.input[0]:
-            return None
-        if "declared" not in found:
-            found["declared"] = _value_infos(proto)
-        elem = found["declared"].get(node.input[0], (0, None))[0]
-        return helper.tensor_dtype_to_np_dtype(elem).name if elem else None
-    return input_type
-
-
 def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -251,62 +237,6 @@ def _refuse_dispatch_nodes(proto: onnx.ModelProto) -> None:
                 "which picks a Python body by its `kernel` attribute; a model may only hold "
                 "the ops of installed plugins, whose kernels the runtime binds itself",
                 node=node.name or None, op_type=node.op_type)
-
-
-def _refuse_undecodable_strings(proto: onnx.ModelProto, node: onnx.NodeProto) -> None:
-    """onnxruntime-extensions hands strings to Python kernels as text and aborts the process
-    on bytes that are not UTF-8: a model with Python kernels may not hold such a string
-    constant (a native kernel takes any bytes)."""
-    def tensors(graph: onnx.GraphProto):
-        yield from graph.initializer
-        for n in graph.node:
-            for attr in n.attribute:
-                if attr.HasField("t"):
-                    yield attr.t
-                for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                    yield from tensors(sub)
-    for tensor in tensors(proto.graph):
-        if tensor.data_type != onnx.TensorProto.STRING:
-            continue
-        for value in tensor.string_data:
-            try:
-                value.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ConversionError(
-                    f"string constant '{tensor.name}' holds bytes that are not UTF-8 "
-                    f"({value[:40]!r}), which the Python kernels of this model's plugin ops "
-                    "cannot take (onnxruntime-extensions would abort the process): build the "
-                    "native kernels (a C++ compiler at install) or convert a model without them",
-                    node=node.name or None, op_type=node.op_type) from None
-
-
-def _value_infos(model: onnx.ModelProto) -> Dict[str, Declared]:
-    """Element type and shape (None: unknown; a dim None: not static) of every value the
-    model (after onnx shape inference) names."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:   # custom ops onnx does not know can stop inference: use what is given
-        inferred = model
-    infos: Dict[str, Declared] = {}
-
-    def collect(graph: onnx.GraphProto) -> None:
-        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
-            kind = info.type.WhichOneof("value")
-            tensor = info.type.tensor_type
-            if kind == "tensor_type" and tensor.elem_type:
-                shape = None
-                if tensor.HasField("shape"):
-                    shape = tuple(d.dim_value if d.HasField("dim_value") else None
-                                  for d in tensor.shape.dim)
-                infos[info.name] = (tensor.elem_type, shape)
-        for init in graph.initializer:
-            infos[init.name] = (init.data_type, tuple(init.dims))
-        for node in graph.node:
-            for attr in node.attribute:
-                for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                    collect(sub)
-    collect(inferred.graph)
-    return infos
 
 
 def _python_attrs(node: onnx.NodeProto) -> Dict[str, object]:
