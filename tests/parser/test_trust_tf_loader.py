@@ -61,8 +61,8 @@ class Writer(tf.saved_model.experimental.TrackableResource):
         return tf.constant(0)
 
 
-def _vocabulary_table(tmp_path):
-    vocabulary = tmp_path / "vocab.txt"
+def _vocabulary_table(tmp_path, name="vocab.txt"):
+    vocabulary = tmp_path / name
     vocabulary.write_text("a\nb\nc\n")
     return tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
         str(vocabulary), tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
@@ -70,16 +70,18 @@ def _vocabulary_table(tmp_path):
 
 
 def test_an_init_function_that_writes_a_file_is_refused(tmp_path):
-    """A vocabulary-file table sends the SavedModel to TensorFlow (the native reader refuses
-    it); before this check TF's loader ran the resource's `_initialize` and wrote the file."""
+    """Two vocabulary-file tables send the SavedModel to TensorFlow (the native reader reads
+    one asset's table itself, not several); before this check TF's loader ran the resource's
+    `_initialize` and wrote the file."""
     target = tmp_path / "written.txt"
     module = tf.Module()
     module.writer = Writer(str(target))
     module.table = _vocabulary_table(tmp_path)
+    module.other = _vocabulary_table(tmp_path, "other.txt")
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def serve(words):
-        return {"ids": module.table.lookup(words)}
+        return {"ids": module.table.lookup(words) + module.other.lookup(words)}
     module.serve = serve
     saved = str(tmp_path / "model")
     tf.saved_model.save(module, saved, signatures={"serving_default": serve})
