@@ -459,6 +459,7 @@ struct FastWordpiece {
     if (!error.empty()) return fail(error);
     Strings in = read_strings(ctx, 0);
     std::vector<Piece> pieces;
+    pieces.reserve(in.chars.size() / 4 + 16);
     std::vector<int64_t> splits{0};
     splits.reserve(in.views.size() + 1);
     for (std::string_view text : in.views) {
@@ -466,24 +467,43 @@ struct FastWordpiece {
       Tokenizer(model, reinterpret_cast<const unsigned char*>(text.data()), text.size(), origin, pieces).run();
       splits.push_back(static_cast<int64_t>(pieces.size()));
     }
+    // The pieces, each followed by a NUL, in one buffer: one FillStringTensor call where no piece
+    // holds a NUL (write_strings would copy them once more), byte by byte otherwise.
     std::string arena;
-    std::vector<size_t> starts{0};
-    starts.reserve(pieces.size() + 1);
-    std::vector<int64_t> ids, begins, ends;
-    ids.reserve(pieces.size());
-    begins.reserve(pieces.size());
-    ends.reserve(pieces.size());
+    std::vector<size_t> starts(pieces.size() + 1, 0);
+    std::vector<int64_t> ids(pieces.size()), begins(pieces.size()), ends(pieces.size());
+    arena.reserve(in.chars.size() + pieces.size() * (model.suffix.size() + 1) + 1);
+    bool nul = std::memchr(model.suffix.data(), 0, model.suffix.size()) || std::memchr(model.unk.data(), 0, model.unk.size());
     for (size_t i = 0; i < pieces.size(); ++i) {
       const Piece& p = pieces[i];
+      starts[i] = arena.size();
       if (p.suffix) arena += model.suffix;
-      if (p.unknown) arena += model.unk;
-      else arena.append(in.chars.data() + p.from, p.size);
-      starts.push_back(arena.size());
-      ids.push_back(p.id);
-      begins.push_back(p.begin);
-      ends.push_back(p.end);
+      if (p.unknown) {
+        arena += model.unk;
+      } else if (p.size) {
+        const char* from = in.chars.data() + p.from;
+        nul = nul || std::memchr(from, 0, p.size);
+        arena.append(from, p.size);
+      }
+      arena.push_back('\0');
+      ids[i] = p.id;
+      begins[i] = p.begin;
+      ends[i] = p.end;
     }
-    write_strings(ctx, 0, arena, starts);
+    starts[pieces.size()] = arena.size();
+    const Shape shape{static_cast<int64_t>(pieces.size())};
+    Ort::UnownedValue out = ctx.GetOutput(0, shape.data(), shape.size());
+    if (!nul && !pieces.empty()) {
+      std::vector<const char*> texts(pieces.size());
+      for (size_t i = 0; i < pieces.size(); ++i) texts[i] = arena.data() + starts[i];
+      out.FillStringTensor(texts.data(), texts.size());
+    } else {
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const size_t size = starts[i + 1] - starts[i] - 1;
+        char* at = out.GetResizedStringTensorElementBuffer(i, size);
+        if (size) std::memcpy(at, arena.data() + starts[i], size);
+      }
+    }
     write_numbers(ctx, 1, ids);
     write_numbers(ctx, 2, splits);
     write_numbers(ctx, 3, begins);
