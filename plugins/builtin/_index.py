@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '7a0825c8616ea95096a2190f2c7e89676f884140'
+FINGERPRINT = '82d90d6a8d2d2083aeaf18f325882d42b1d8836c'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -14,7 +14,7 @@ SOURCES = {
     'builtin/image.py': 1389, 'builtin/imageops.py': 609, 'builtin/indexing.py': 1111,
     'builtin/inputs.py': 745, 'builtin/linalg.py': 2394, 'builtin/lists.py': 6335,
     'builtin/logical.py': 519, 'builtin/lookup.py': 4629, 'builtin/math.py': 1336,
-    'builtin/matrix.py': 1389, 'builtin/native.py': 1441, 'builtin/nn.py': 1827,
+    'builtin/matrix.py': 1389, 'builtin/native.py': 1518, 'builtin/nn.py': 1827,
     'builtin/norm.py': 997, 'builtin/pool.py': 1529, 'builtin/quantize.py': 2248,
     'builtin/ragged.py': 1768, 'builtin/random.py': 2357, 'builtin/reduce.py': 2117,
     'builtin/rnn.py': 17328, 'builtin/segment.py': 1769, 'builtin/select.py': 496,
