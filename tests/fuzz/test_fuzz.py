@@ -293,14 +293,15 @@ def _context(tmp_path, seeds):
 
 
 def test_savedmodel_unmutated_seeds_convert_natively(tmp_path):
-    """The seeds convert with the native reader (vocab: refused cleanly, TensorFlow's route)."""
+    """The seeds convert with the native reader (vocab too: it reads a SavedModel's one
+    vocabulary-file asset into its table as TensorFlow does)."""
     seeds = _saved_model_seeds()
     assert {n for n, _ in seeds} == {"dense", "conv", "mixed", "table", "vocab"}
     ctx = _context(tmp_path, seeds)
     for name, _ in seeds:
         result = fuzz.run_case(_seed_case(seeds, name, []), fuzz.execute_case, ctx, 30)
         fuzz._clean(str(tmp_path))
-        assert result.outcome == ("error" if name == "vocab" else "ok"), (name, result)
+        assert result.outcome == "ok", (name, result)
 
 
 def test_savedmodel_silent_corruption_and_leaks_are_defects(tmp_path, monkeypatch):
