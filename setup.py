@@ -18,5 +18,6 @@ _spec.loader.exec_module(native_build)
 
 sources = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "opp", "native", "*.cc")))
 setup(ext_modules=[native_build.native_extension("tf2ir.opp._kernels", sources,
-                                                 depends=glob.glob("opp/native/*.h"))],
+                                                 depends=glob.glob("opp/native/*.h"),
+                                                 extra_compile_args=["-O3"])],
       cmdclass={"build_ext": native_build.build_native})

@@ -56,10 +56,28 @@ inline Strings read_strings(Ort::KernelContext& ctx, size_t index) {
   return in;
 }
 
+// Output `index` of `shape` from `arena`: string i is the bytes [starts[i], starts[i + 1] - 1),
+// each followed by a NUL; `nul` says whether some string holds a NUL of its own.
+inline void write_arena(Ort::KernelContext& ctx, size_t index, const Shape& shape, const std::string& arena,
+                        const std::vector<size_t>& starts, bool nul) {
+  Ort::UnownedValue out = ctx.GetOutput(index, shape.data(), shape.size());
+  const size_t n = element_count(shape);
+  if (n > 0 && !nul) {   // one call for the whole tensor (C strings: only where no NUL is held)
+    std::vector<const char*> texts(n);
+    for (size_t i = 0; i < n; ++i) texts[i] = arena.data() + starts[i];
+    out.FillStringTensor(texts.data(), n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const size_t size = starts[i + 1] - starts[i] - 1;
+    char* at = out.GetResizedStringTensorElementBuffer(i, size);
+    if (size) std::memcpy(at, arena.data() + starts[i], size);
+  }
+}
+
 // Output `index` of `shape`, element i the bytes `make(i, buffer)` leaves in buffer.
 template <typename Make>
 void write_strings(Ort::KernelContext& ctx, size_t index, const Shape& shape, Make make) {
-  Ort::UnownedValue out = ctx.GetOutput(index, shape.data(), shape.size());
   const size_t n = element_count(shape);
   // Every result, each followed by a NUL, in one buffer (no allocation per string).
   std::string arena, buffer;
@@ -74,17 +92,7 @@ void write_strings(Ort::KernelContext& ctx, size_t index, const Shape& shape, Ma
     arena.push_back('\0');
   }
   starts[n] = arena.size();
-  if (n > 0 && !nul) {   // one call for the whole tensor (C strings: only where no NUL is held)
-    std::vector<const char*> texts(n);
-    for (size_t i = 0; i < n; ++i) texts[i] = arena.data() + starts[i];
-    out.FillStringTensor(texts.data(), n);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const size_t size = starts[i + 1] - starts[i] - 1;
-    char* at = out.GetResizedStringTensorElementBuffer(i, size);
-    if (size) std::memcpy(at, arena.data() + starts[i], size);
-  }
+  write_arena(ctx, index, shape, arena, starts, nul);
 }
 
 // Output `index`: the 1-D string tensor of `starts.size() - 1` strings, string i the bytes
