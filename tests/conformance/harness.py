@@ -284,3 +284,32 @@ def converted_op_types(fn, specs):
     with tempfile.TemporaryDirectory() as directory:
         _, graph, _, _ = convert_function(fn, specs, directory)
         return {node.op_type for node in graph.nodes}
+
+
+def check_exactly(fn: Callable, inputs: Sequence, specs: Sequence, extra_inputs: Sequence = (),
+                  native: bool = True):
+    """Convert `fn` (once: its dims stay symbolic), run it through tf2ir.InferenceSession on
+    `inputs` and on each list of `extra_inputs` (`native` False: Python kernels only), and
+    compare every output with TF's exactly (strings as text); returns the IR graph."""
+    import gc
+
+    import tensorflow as tf
+
+    import tf2ir
+    fn, specs, relay, reference = relaxed(fn, specs)
+    with tempfile.TemporaryDirectory(prefix="tf2ir-exact-") as directory:
+        path, graph, _, _ = convert_function(fn, specs, directory)
+        session = tf2ir.InferenceSession(path, native=native)
+        names = [i.name for i in session.get_inputs()]
+        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
+            feed = relay([np.asarray(a) for a in feed])
+            expected = [np.asarray(e) for e in tf.nest.flatten(
+                reference(*[tf.constant(a) for a in feed]))]
+            by_name = dict(zip([s.name for s in specs], feed))
+            actual = session.run(None, {n: by_name[n] for n in names})
+            assert len(actual) == len(expected)
+            for k, (want, got) in enumerate(zip(expected, actual)):
+                assert_close(as_text(want), as_text(got), what=f"output {k}")
+        del session
+        gc.collect()
+        return graph

@@ -8,13 +8,11 @@ models run through tf2ir.InferenceSession and must equal TF's result exactly."""
 
 from __future__ import annotations
 
-import gc
-import tempfile
 
 import numpy as np
 import pytest
 
-from tests.conformance.harness import as_text, assert_close, convert_function, relaxed, spec
+from tests.conformance.harness import spec, check_exactly
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -43,24 +41,7 @@ def default_of(dtype):
 def check(fn, inputs, specs, extra_inputs=()):
     """Convert `fn`, run it through tf2ir.InferenceSession on `inputs` and each list of
     `extra_inputs` (one model: the dims stay symbolic) and compare with TF exactly."""
-    import tf2ir
-    fn, specs, relay, reference = relaxed(fn, specs)
-    with tempfile.TemporaryDirectory(prefix="tf2ir-ragged-") as directory:
-        path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path)
-        names = [i.name for i in session.get_inputs()]
-        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
-            feed = relay([np.asarray(a) for a in feed])
-            expected = [np.asarray(e) for e in tf.nest.flatten(
-                reference(*[tf.constant(a) for a in feed]))]
-            by_name = dict(zip([s.name for s in specs], feed))
-            actual = session.run(None, {n: by_name[n] for n in names})
-            assert len(actual) == len(expected)
-            for k, (want, got) in enumerate(zip(expected, actual)):
-                assert_close(as_text(want), as_text(got), what=f"output {k}")
-        del session
-        gc.collect()
-        return graph
+    return check_exactly(fn, inputs, specs, extra_inputs)
 
 
 def _dtype_spec(dtype, shape, name):

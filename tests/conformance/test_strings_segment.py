@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import as_text, assert_close, convert_function, relaxed, spec
+from tests.conformance.harness import convert_function, spec, check_exactly
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -27,24 +27,7 @@ SMALL = TEXT[[2, 1, 5]]
 def check(fn, inputs, specs, extra_inputs=()):
     """Convert `fn`, run it by tf2ir.InferenceSession and compare every output with TF's on
     `inputs` and each list of `extra_inputs`; the IR graph."""
-    import tf2ir
-    fn, specs, relay, reference = relaxed(fn, specs)
-    with tempfile.TemporaryDirectory(prefix="tf2ir-segjoin-") as directory:
-        path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path)
-        names = [i.name for i in session.get_inputs()]
-        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
-            feed = relay([np.asarray(a) for a in feed])
-            expected = [np.asarray(e) for e in tf.nest.flatten(
-                reference(*[tf.constant(a) for a in feed]))]
-            by_name = dict(zip([s.name for s in specs], feed))
-            actual = session.run(None, {n: by_name[n] for n in names})
-            assert len(actual) == len(expected)
-            for k, (want, got) in enumerate(zip(expected, actual)):
-                assert_close(as_text(want), as_text(got), what=f"output {k}")
-        del session
-        gc.collect()
-        return graph
+    return check_exactly(fn, inputs, specs, extra_inputs)
 
 
 def op_types(graph):

@@ -10,7 +10,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import as_text, assert_close, convert_function, relaxed
+from tests.conformance.harness import as_text, assert_close, convert_function, check_exactly
 
 tf = pytest.importorskip("tensorflow")
 text = pytest.importorskip("tensorflow_text")
@@ -34,24 +34,7 @@ def check_text_op(fn, inputs, specs, extra_inputs=(), native=True):
     """Convert `fn`, run it by tf2ir.InferenceSession on `inputs` (and each list of
     `extra_inputs`; `native` False: Python kernels only) and compare every output with TF's;
     returns the IR graph."""
-    import tf2ir
-    fn, specs, relay, reference = relaxed(fn, specs)
-    with tempfile.TemporaryDirectory(prefix="tf2ir-text-") as directory:
-        path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path, native=native)
-        names = [i.name for i in session.get_inputs()]
-        for feed in [list(inputs)] + [list(more) for more in extra_inputs]:
-            feed = relay([np.asarray(a) for a in feed])
-            expected = [np.asarray(e) for e in tf.nest.flatten(
-                reference(*[tf.constant(a) for a in feed]))]
-            by_name = dict(zip([s.name for s in specs], feed))
-            actual = session.run(None, {n: by_name[n] for n in names})
-            assert len(actual) == len(expected)
-            for k, (want, got) in enumerate(zip(expected, actual)):
-                assert_close(as_text(want), as_text(got), what=f"output {k}")
-        del session
-        gc.collect()
-        return graph
+    return check_exactly(fn, inputs, specs, extra_inputs, native=native)
 
 
 def flat(*ragged):

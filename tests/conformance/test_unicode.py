@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from tests.conformance.harness import as_text, assert_close, convert_function, relaxed, spec
+from tests.conformance.harness import as_text, assert_close, convert_function, spec, check_exactly
 
 tf = pytest.importorskip("tensorflow")
 raw = tf.raw_ops
@@ -35,28 +35,11 @@ OTHER = np.array(TEXTS[3:], object)          # a second batch size
 def check(fn, inputs, specs=None, extra_inputs=()):
     """Convert `fn`, run it by tf2ir.InferenceSession and compare every output with TF's
     exactly (strings as text). Returns the IR graph."""
-    import tf2ir
     arrays = [np.asarray(a) for a in inputs]
     if specs is None:
         specs = [spec(a.shape, "string" if a.dtype == object else a.dtype.name, f"x{i}")
                  for i, a in enumerate(arrays)]
-    fn, specs, relay, reference = relaxed(fn, specs)
-    with tempfile.TemporaryDirectory(prefix="tf2ir-uni-") as directory:
-        path, graph, _, _ = convert_function(fn, specs, directory)
-        session = tf2ir.InferenceSession(path)
-        names = [i.name for i in session.get_inputs()]
-        for feed in [arrays] + [[np.asarray(a) for a in more] for more in extra_inputs]:
-            feed = relay(feed)
-            expected = [np.asarray(e) for e in tf.nest.flatten(
-                reference(*[tf.constant(a) for a in feed]))]
-            by_name = dict(zip([s.name for s in specs], feed))
-            actual = session.run(None, {n: by_name[n] for n in names})
-            assert len(actual) == len(expected)
-            for k, (want, got) in enumerate(zip(expected, actual)):
-                assert_close(as_text(want), as_text(got), what=f"output {k}")
-        del session
-        gc.collect()
-        return graph
+    return check_exactly(fn, arrays, specs, extra_inputs)
 
 
 def ranks(batch, other):
