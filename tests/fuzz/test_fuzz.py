@@ -176,7 +176,9 @@ def _stuck(case, ctx):
 
 def _memory(case, ctx):
     import numpy as np
-    np.ones(1 << 30, np.uint8)     # 1 GB, over the 256 MB the worker may add
+    # 8 GB, far over the 256 MB the worker may add (1 GB once fitted: after a long test run,
+    # a worker forked from the big pytest process found room for it and was killed filling it)
+    np.ones(1 << 33, np.uint8)
 
 
 def _segfault(case, ctx):
