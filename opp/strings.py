@@ -23,6 +23,7 @@ from tf2ir.ir.tensor import INDEX_TYPES, NUMBER_TYPES, numpy_dtype
 from tf2ir.opp.shapes import broadcast_shapes, same_as_input
 from tf2ir.opp.fingerprint import fingerprint64
 from tf2ir.opp.number_text import parse_number, printf_float
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.strings")
 DOMAIN = "ai.tf2ir.strings"
@@ -46,14 +47,7 @@ def _out_strings(values, shape) -> np.ndarray:
     return out.reshape(shape)
 
 
-def _lower_by_kernel(ctx, node):
-    """One node of this family's domain, with the attributes its prototype declares."""
-    declared = next(p for p in OPS if p.op_type == node.op_type).attrs
-    attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=DOMAIN, **attrs)
-
+_lower_by_kernel = kernel_lowering(OPS, DOMAIN)   # one node of this family's domain
 
 # -- case -----------------------------------------------------------------------------------------
 case = OPS.declare("StringCase", "Strings lowered or uppered: ASCII letters, or with encoding "

@@ -32,18 +32,14 @@ from tf2ir.opp.regex import checked, scalar_text
 from tf2ir.opp.shapes import same_as_input
 from tf2ir.opp.strings import _out_strings, _strings
 from tf2ir.opp.unicode import DOMAIN, check_splits, raw_bytes
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.strings_extra")
 STRING = ("string",)
 FORMAT_TYPES = tuple(t for t in NUMBER_TYPES if not t.startswith("complex")) + ("bool", "string")
 
 
-def _lower(ctx, node):
-    prototype = OPS[node.op_type]
-    attrs = {k: v for k, v in node.attrs.items() if k in prototype.attrs and v is not None}
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=DOMAIN, **attrs)
+_lower = kernel_lowering(OPS, DOMAIN)
 
 
 # -- Fingerprint -------------------------------------------------------------------------------

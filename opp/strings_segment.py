@@ -30,6 +30,7 @@ from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.ir.tensor import INDEX_TYPES
 from tf2ir.opp.strings import DOMAIN, _out_strings, _strings
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.strings_segment")
 ML_DOMAIN = "ai.onnx.ml"
@@ -39,14 +40,7 @@ ONE_BYTE = [bytes([b]) for b in range(256)]   # LabelEncoder's classes: byte val
 MAX_OUTPUT = 1 << 28   # UnsortedSegmentJoin's output strings (a corrupt num_segments: an error)
 
 
-def _lower_by_kernel(ctx, node):
-    """One node of `ai.tf2ir.strings` with the attributes its prototype declares."""
-    declared = OPS[node.op_type].attrs
-    attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=DOMAIN, **attrs)
-
+_lower_by_kernel = kernel_lowering(OPS, DOMAIN)   # one node of ai.tf2ir.strings
 
 def _data(value) -> bytes:
     """The bytes a kernel's str stands for (tf2ir's runtime decodes with surrogateescape)."""

@@ -32,6 +32,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.opp.shapes import same_as_input
 from tf2ir.opp.strings import _out_strings, _strings
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.tftext_normalize")
 DOMAIN = "ai.tf2ir.text"
@@ -41,14 +42,7 @@ FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 def lower_by_kernel(ops: OpSet):
     """A lowering to one node of this family's domain carrying the declared attributes."""
-    def lower(ctx, node):
-        declared = next(p for p in ops if p.op_type == node.op_type).attrs
-        attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
-        getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                      outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                      domain=DOMAIN, **attrs)
-    return lower
-
+    return kernel_lowering(ops, DOMAIN)
 
 def utf8(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")

@@ -28,6 +28,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.opp.strings import _out_strings, _strings
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.tftext_sentencepiece")
 DOMAIN = "ai.tf2ir.text"
@@ -161,15 +162,13 @@ def _text(piece) -> str:
     return piece.decode("utf-8", "surrogateescape") if isinstance(piece, bytes) else piece
 
 
-def _lower_by_kernel(ctx, node):
-    declared = next(p for p in OPS if p.op_type == node.op_type).attrs
-    attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
+def _model_as_bytes(attrs):
     if "model" in attrs:    # the proto as a bytes (STRING) attribute, not a list of ints
         attrs["model"] = model_bytes(attrs["model"])
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=DOMAIN, **attrs)
+    return attrs
 
+
+_lower_by_kernel = kernel_lowering(OPS, DOMAIN, _model_as_bytes)
 
 def _model_attr(node) -> None:
     check_model(node.attrs["model"])

@@ -25,6 +25,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.opp.strings import _out_strings, _strings
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.tftext_tokenize")
 DOMAIN = "ai.tf2ir.text"
@@ -34,13 +35,7 @@ WHITE_SPACE = frozenset([0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680]
                         + list(range(0x2000, 0x200B)) + [0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
 
 
-def _lower_by_kernel(ctx, node):
-    declared = next(p for p in OPS if p.op_type == node.op_type).attrs
-    attrs = {k: v for k, v in node.attrs.items() if k in declared and v is not None}
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=DOMAIN, **attrs)
-
+_lower_by_kernel = kernel_lowering(OPS, DOMAIN)
 
 def _token(data: bytes):
     """A token's bytes as the string tensors carry them: str when valid UTF-8, else bytes."""

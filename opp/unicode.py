@@ -27,6 +27,7 @@ import numpy as np
 from tf2ir.ir import ConversionError, TensorDesc
 from tf2ir.ir.prototype import OpSet
 from tf2ir.opp.strings import _out_strings, _strings
+from tf2ir.opp.custom_domain import kernel_lowering
 
 OPS = OpSet("tf2ir.opp.unicode")
 DOMAIN = "ai.tf2ir.unicode"
@@ -42,14 +43,7 @@ def raw_bytes(value: str) -> bytes:
     return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
 
 
-def lower_by_kernel(ctx, node, domain: str = DOMAIN):
-    """One node of `domain` with the attributes its prototype declares."""
-    prototype = next(p for p in OPS if p.op_type == node.op_type)
-    attrs = {k: v for k, v in node.attrs.items() if k in prototype.attrs and v is not None}
-    getattr(ctx.op, node.op_type)(*[ctx.input(i) for i in range(len(node.inputs))],
-                                  outputs=[ctx.output(i) for i in range(len(node.outputs))],
-                                  domain=domain, **attrs)
-
+lower_by_kernel = kernel_lowering(OPS, DOMAIN)   # one node of ai.tf2ir.unicode
 
 def _flat_count(desc):
     """The element count of a desc's shape, None when not static."""

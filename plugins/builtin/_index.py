@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '82d90d6a8d2d2083aeaf18f325882d42b1d8836c'
+FINGERPRINT = 'cffd91ee7bb9bd8209286327bf29108f4ca36852'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -27,22 +27,22 @@ SOURCES = {
     'opp/blocks.py': 14529, 'opp/broadcast.py': 4200, 'opp/carriers.py': 1952,
     'opp/compare.py': 8518, 'opp/complexmath.py': 5148, 'opp/concat.py': 8002,
     'opp/control.py': 9869, 'opp/conv.py': 21252, 'opp/coordinates.py': 2957,
-    'opp/creation.py': 6225, 'opp/declare.py': 2975, 'opp/densesets.py': 5929,
-    'opp/detection.py': 18410, 'opp/emitting.py': 6847, 'opp/fallback.py': 1871,
-    'opp/fingerprint.py': 4663, 'opp/fusion.py': 7289, 'opp/image.py': 12041,
-    'opp/imageops.py': 12699, 'opp/indexing.py': 13619, 'opp/inputs.py': 1983,
-    'opp/layouts.py': 3980, 'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788,
-    'opp/lookup.py': 6769, 'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248,
-    'opp/norm.py': 7491, 'opp/number_text.py': 4679, 'opp/pool.py': 7417, 'opp/quantize.py': 9622,
-    'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 20624, 'opp/random.py': 16850,
-    'opp/re2.py': 18858, 'opp/reduce.py': 16540, 'opp/regex.py': 5924, 'opp/rnn.py': 6146,
-    'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
+    'opp/creation.py': 6225, 'opp/custom_domain.py': 1272, 'opp/declare.py': 2975,
+    'opp/densesets.py': 5929, 'opp/detection.py': 18410, 'opp/emitting.py': 6847,
+    'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663, 'opp/fusion.py': 7289,
+    'opp/image.py': 12041, 'opp/imageops.py': 12699, 'opp/indexing.py': 13619,
+    'opp/inputs.py': 1983, 'opp/layouts.py': 3980, 'opp/linalg.py': 22158, 'opp/lists.py': 18535,
+    'opp/logical.py': 788, 'opp/lookup.py': 6769, 'opp/math.py': 8653, 'opp/matrix.py': 14786,
+    'opp/nn.py': 7248, 'opp/norm.py': 7491, 'opp/number_text.py': 4679, 'opp/pool.py': 7417,
+    'opp/quantize.py': 9622, 'opp/quantize_qdq.py': 10142, 'opp/ragged.py': 20624,
+    'opp/random.py': 16850, 'opp/re2.py': 18858, 'opp/reduce.py': 16540, 'opp/regex.py': 5924,
+    'opp/rnn.py': 6146, 'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
-    'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18700,
-    'opp/strings_extra.py': 17129, 'opp/strings_segment.py': 11567, 'opp/suppression.py': 6795,
-    'opp/tftext_fastwordpiece.py': 16885, 'opp/tftext_normalize.py': 11549,
-    'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12465,
-    'opp/tftext_tokenize.py': 15075, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14781,
+    'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18324,
+    'opp/strings_extra.py': 16835, 'opp/strings_segment.py': 11222, 'opp/suppression.py': 6795,
+    'opp/tftext_fastwordpiece.py': 16885, 'opp/tftext_normalize.py': 11186,
+    'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12204,
+    'opp/tftext_tokenize.py': 14750, 'opp/tftext_wordpiece.py': 7135, 'opp/unicode.py': 14390,
 }
 
 # hook → the modules that implement it
