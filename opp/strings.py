@@ -205,6 +205,9 @@ as_string = OPS.declare("AsString", "Each number or bool formatted as TF's AsStr
     .attr("shortest", "bool", False).attr("width", "int", -1).attr("fill", "str", "")
 
 
+MAX_FIELD = 4096   # AsString's width and precision (opp/native/numbers.cc has the same limit)
+
+
 def as_string_format(dtype: str, precision: int, scientific: bool, shortest: bool, width: int,
                      fill: str) -> str:
     """TF's printf format for AsString of `dtype`; ValueError where TF refuses the attrs."""
@@ -217,6 +220,9 @@ def as_string_format(dtype: str, precision: int, scientific: bool, shortest: boo
         raise ValueError("scientific and shortest cannot both be set")
     if not floating and (precision > -1 or scientific or shortest):
         raise ValueError(f"precision, scientific and shortest apply to floats, not {dtype}")
+    if max(width, precision) > MAX_FIELD:   # a crafted model must not make each string GBs
+        raise ValueError(f"width {width} or precision {precision} is over tf2ir's limit of "
+                         f"{MAX_FIELD} characters")
     spec = "%" + fill + (str(width) if width > -1 else "")
     if floating:
         return spec + (f".{precision}" if precision > -1 else "") + ("e" if scientific else

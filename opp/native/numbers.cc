@@ -36,6 +36,8 @@
 namespace tf2ir_kernels {
 namespace {
 
+constexpr int64_t MAX_FIELD = 4096;   // AsString's width and precision (opp/strings.py MAX_FIELD)
+
 // -- StringToNumber --------------------------------------------------------------------------
 inline bool ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -289,8 +291,10 @@ struct Format {
     if (scientific && shortest) return Ort::Status("AsString: scientific and shortest cannot both be set", ORT_INVALID_ARGUMENT);
     if (!floating && (precision > -1 || scientific || shortest))
       return Ort::Status("AsString: precision, scientific and shortest apply to floats only", ORT_INVALID_ARGUMENT);
-    if (width > std::numeric_limits<int>::max() || precision > std::numeric_limits<int>::max())
-      return Ort::Status("AsString: width or precision too large", ORT_INVALID_ARGUMENT);
+    if (width > MAX_FIELD || precision > MAX_FIELD)   // a crafted model must not make each string GBs
+      return Ort::Status(("AsString: width " + std::to_string(width) + " or precision " + std::to_string(precision) +
+                          " is over tf2ir's limit of " + std::to_string(MAX_FIELD) + " characters").c_str(),
+                         ORT_INVALID_ARGUMENT);
     *out = "%" + fill + (width > -1 ? std::to_string(width) : "");
     if (floating) *out += (precision > -1 ? "." + std::to_string(precision) : "") + (scientific ? "e" : shortest ? "g" : "f");
     else *out += integer;

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'cffd91ee7bb9bd8209286327bf29108f4ca36852'
+FINGERPRINT = 'a57bd9988a7597fe98d7019d3d8318438cdae4bb'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -38,7 +38,7 @@ SOURCES = {
     'opp/random.py': 16850, 'opp/re2.py': 18858, 'opp/reduce.py': 16540, 'opp/regex.py': 5924,
     'opp/rnn.py': 6146, 'opp/segment.py': 17975, 'opp/select.py': 4281, 'opp/sequences.py': 5888,
     'opp/setops.py': 22360, 'opp/shapes.py': 6264, 'opp/slicing.py': 19686, 'opp/sparse.py': 13685,
-    'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18324,
+    'opp/special.py': 18634, 'opp/spectral.py': 18549, 'opp/strings.py': 18658,
     'opp/strings_extra.py': 16835, 'opp/strings_segment.py': 11222, 'opp/suppression.py': 6795,
     'opp/tftext_fastwordpiece.py': 16885, 'opp/tftext_normalize.py': 11186,
     'opp/tftext_regex.py': 5121, 'opp/tftext_sentencepiece.py': 12204,
