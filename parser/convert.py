@@ -14,6 +14,7 @@ from tf2ir.ir.infer import infer_node
 from tf2ir.ir.tensor import TensorDesc
 from tf2ir.parser.graph_view import TfGraph, TfNode, split_tensor_name
 from tf2ir.plugins.mapping import IrOp
+from tf2ir.plugins.registry import TENSORFLOW
 from tf2ir.plugins.subgraph import SUBGRAPH_KEY, build_subgraph
 
 # Ops whose outputs are their inputs: dropped, their consumers read the inputs directly.
@@ -87,7 +88,7 @@ class Converter:
             if missing:
                 # An input failed to convert (reported already); keep looking for op
                 # types no plugin maps, so one report lists them all.
-                if node.op_type not in PASSTHROUGH and self.manager.lookup(node.op_type) is None:
+                if node.op_type not in PASSTHROUGH and lookup(self.manager, node) is None:
                     self._record(self.unsupported, node, "no plugin maps this op type")
                 continue
             try:
@@ -128,7 +129,7 @@ class Converter:
         self.values[(node.name, 0)] = self.graph.add_input(node.name, TensorDesc(dtype, shape))
 
     def _map_with_plugin(self, node: TfNode) -> None:
-        reg = self.manager.lookup(node.op_type)
+        reg = lookup(self.manager, node)
         if reg is None:
             self._record(self.unsupported, node, "no plugin maps this op type")
             return
@@ -239,6 +240,12 @@ def output_tensors(tf_graph: TfGraph, requested: Sequence[str] = ()) -> List[Tup
         count = len(node.inputs) if node.op_type in PASSTHROUGH else 1
         tensors.extend((name, port) for port in range(max(count, 1)))
     return [t for t in tensors if tf_graph[t[0]].op_type not in ("NoOp",)]
+
+
+def lookup(manager, node):
+    """The registration mapping `node`: keyed by its op type and its framework (a TFLite
+    model's nodes are TFLITE's, but for its Flex ops, which are TF NodeDefs)."""
+    return manager.lookup(node.op_type, getattr(node, "framework", TENSORFLOW))
 
 
 def _graph_name(model: str) -> str:

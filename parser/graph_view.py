@@ -69,6 +69,7 @@ class TfNode:
     """One NodeDef: name, op type, data inputs (as (node, port)), control inputs, attrs."""
 
     __slots__ = ("name", "op_type", "inputs", "control_inputs", "device", "_def", "_attrs", "_kinds")
+    framework = "TENSORFLOW"    # the plugin manager's key with op_type (a TFLite Flex op's too)
 
     def __init__(self, node_def):
         self._def = node_def
@@ -139,6 +140,8 @@ SINK_EXCLUDED = ("NoOp", "Assert", "SaveV2", "RestoreV2", "Placeholder")
 class TfGraph:
     """Nodes of a GraphDef by name, in file order, plus the function library."""
 
+    framework = "TENSORFLOW"    # the framework of the model (parser/tflite_view.py: TFLITE)
+
     def __init__(self, graph_def, model: str = "<graph>"):
         self.model = model
         self.nodes: Dict[str, TfNode] = {}
@@ -160,6 +163,9 @@ class TfGraph:
 
     def __getitem__(self, name: str) -> TfNode:
         return self.nodes[name]
+
+    def bind(self, pipeline) -> None:
+        """The pipeline that converts this graph (a TFLite view converts its subgraphs)."""
 
     def __contains__(self, name: str) -> bool:
         return name in self.nodes

@@ -69,11 +69,16 @@ READER_ENV = "TF2IR_SAVED_MODEL_READER"
 
 def load_model(path: str, signature: Optional[str] = None, tags: Optional[Sequence[str]] = None,
                ) -> Tuple[object, Optional[List[str]]]:
-    """Any model tf2ir reads → (GraphDef, output tensor names or None for the graph's sinks).
+    """Any model tf2ir reads → (GraphDef, output tensor names or None for the graph's sinks);
+    a .tflite file → (its graph view, parser/tflite_view.py, None).
     A frozen .pb/.pbtxt is parsed without TensorFlow; a SavedModel directory is read
     natively (parser/saved_model.py) and frozen by TensorFlow only for what the native
     reader refuses; a Keras .keras/.h5 file is frozen by TensorFlow (parser/frozen.py)."""
     from tf2ir.parser import frozen
+    from tf2ir.parser.tflite_model import is_tflite_file
+    if not os.path.isdir(path) and is_tflite_file(path):
+        from tf2ir.parser.tflite_view import read_tflite_view
+        return read_tflite_view(path, signature), None
     if os.path.isdir(path):
         signature = signature or frozen.DEFAULT_SIGNATURE
         tags = frozen.DEFAULT_TAGS if tags is None else tags

@@ -22,11 +22,12 @@ from tf2ir.ir.graph import Graph
 from tf2ir.ir.passes.manager import Switches
 from tf2ir.ir.tensor import Shape, TensorDesc
 from tf2ir.parser.attrs import tensor_limit
-from tf2ir.parser.convert import PASSTHROUGH, ConversionReport, Converter, output_tensors
+from tf2ir.parser.convert import PASSTHROUGH, ConversionReport, Converter, lookup, output_tensors
 from tf2ir.parser.fallback import Segment, cut_segments
 from tf2ir.parser.functions import inline_functions
 from tf2ir.parser.graph_view import TfGraph, split_tensor_name
 from tf2ir.parser.scope_fusion import apply_scope_fusion, fusion_manager
+from tf2ir.plugins.registry import TENSORFLOW
 
 
 # While a conversion runs, the cyclic garbage collector starts a young collection after this
@@ -149,14 +150,19 @@ class Pipeline:
         outputs = list(outputs or self.options.outputs or [])
         try:
             with tensor_limit(self.options.max_tensor_bytes), few_collections():
-                tf_graph = TfGraph(graph_def, model)
-                inline_functions(tf_graph, self)
+                if isinstance(graph_def, TfGraph):   # a view already (a TFLite model's)
+                    tf_graph = graph_def
+                    tf_graph.bind(self)
+                else:
+                    tf_graph = TfGraph(graph_def, model)
+                    inline_functions(tf_graph, self)
                 tf_nodes = len(tf_graph.nodes)
                 start = time.perf_counter()
                 fusions = apply_scope_fusion(tf_graph, self.manager, self.options.fusion,
                                              outputs, self.options.check_passes)
                 fusion_time = time.perf_counter() - start
-                tensors = output_tensors(tf_graph, outputs)
+                tensors = (tf_graph.output_tensors(outputs) if tf_graph.framework != TENSORFLOW
+                           else output_tensors(tf_graph, outputs))   # a TFLite view names its own
                 self._check_input_names(tf_graph)
                 kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
                 kept, tensors, segments = self._fallback(tf_graph, kept, tensors)
@@ -232,6 +238,21 @@ class Pipeline:
             self.trace.setdefault("bodies", []).append((graph, tf_graph))
         return graph
 
+    def convert_tflite_subgraph(self, view, arguments: Sequence[Tuple[str, TensorDesc]]) -> Graph:
+        """A TFLite body subgraph's view (parser/tflite_view.py: a WHILE's cond or body, an
+        IF's branch) → its IR graph, whose inputs are `arguments`, through these plugins."""
+        with tensor_limit(self.options.max_tensor_bytes):
+            tensors = view.output_tensors()
+            kept = view.upstream(_in_graph_order(view, tensors))
+        front = Front(view, tensors, kept, len(view.nodes), {}, 0.0, [])
+        body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
+                                              max_tensor_bytes=self.options.max_tensor_bytes))
+        body.walks = self.walks
+        graph, _ = body.map(front, arguments)
+        if self.trace is not None:
+            self.trace.setdefault("bodies", []).append((graph, view))
+        return graph
+
     def compile(self, graph: Graph, path: str, model: Optional[str] = None, manager=None):
         """Lower `graph` to ONNX and write it to `path` (checked, atomic); return the
         ModelProto (without its weights). `manager`: a pass manager to run instead of the
@@ -251,7 +272,7 @@ class Pipeline:
                                   exit_code=ExitStatus.USAGE)
 
         def supported(node) -> bool:
-            return node.op_type in CONVERTER_OPS or self.manager.lookup(node.op_type) is not None
+            return node.op_type in CONVERTER_OPS or lookup(self.manager, node) is not None
         return cut_segments(tf_graph, kept, list(tensors), supported)
 
     # -- checks ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@ passes, `TfNode` (the TF node plugins read); `builtin/` holds the built-in TF pl
 
 from tf2ir.plugins.spec import hookimpl, hookspec
 from tf2ir.plugins.tfnode import FunctionalTfNode, FusedTfNode, TfNode
-from tf2ir.plugins.registry import TENSORFLOW, ImplyType, OpRegistration, register_op
+from tf2ir.plugins.registry import TENSORFLOW, TFLITE, ImplyType, OpRegistration, register_op
 from tf2ir.plugins.mapping import DynamicInputOutputInfo, IrOp, auto_mapping, auto_mapping_dynamic
 from tf2ir.plugins.subgraph import SubgraphBuilder
 from tf2ir.plugins.libraries import NativeLibrary, native_library
@@ -12,7 +12,7 @@ from tf2ir.plugins.fusion import (
     at_most, between, scope_fusion_pass,
 )
 
-__all__ = ["hookimpl", "hookspec", "TENSORFLOW", "ImplyType", "OpRegistration",
+__all__ = ["hookimpl", "hookspec", "TENSORFLOW", "TFLITE", "ImplyType", "OpRegistration",
            "register_op", "IrOp", "auto_mapping", "auto_mapping_dynamic", "DynamicInputOutputInfo", "PluginManager",
            "scope_fusion_pass", "ScopeFusionPass", "ScopePattern", "Structure", "ScopeMatch",
            "FusionResult", "InnerNode", "at_least", "at_most", "between", "SubgraphBuilder",

@@ -34,7 +34,7 @@ from tf2ir.plugins.fusion import (
     INNER_NODE_PREFIX, DeferredFusionPass, Needs, ScopeFusionPass, inner_node_registration,
 )
 from tf2ir.plugins.builtin_index import BuiltinIndex, BuiltinStandIn, builtin_index
-from tf2ir.plugins.registry import OpRegistration
+from tf2ir.plugins.registry import TENSORFLOW, OpRegistration, mapping_key
 from tf2ir.ir.onnx.native import NativeLibrary
 from tf2ir.plugins.libraries import ordered_libraries
 
@@ -112,8 +112,8 @@ class PluginManager:
             # The keys loaded plugins claim are decided now: a conflict with a built-in
             # raises here, as it does when every built-in is imported.
             for reg in self._hook_items("tf2ir_op_mappings"):
-                for origin in reg.origin_types:
-                    self._decide_mapping(origin)
+                for key in reg.keys:
+                    self._decide_mapping(key)
             for proto in self._hook_items("tf2ir_op_prototypes"):
                 self._decide_prototype(proto.op_type)
         self._fusion_plan = self._plan_fusion_passes()
@@ -237,7 +237,7 @@ class PluginManager:
         the order the keys were first claimed."""
         claims: Dict[str, List[Any]] = {}
         for item in self._hook_items(hook_name):
-            for key in (item.origin_types if isinstance(item, OpRegistration) else [item.op_type]):
+            for key in (item.keys if isinstance(item, OpRegistration) else [item.op_type]):
                 claims.setdefault(key, []).append(item)
         return claims
 
@@ -358,14 +358,17 @@ class PluginManager:
                               f"pass {name} (run python -m tf2ir.tools.plugin_index)")
 
     # -- answers -----------------------------------------------------------------------
-    def overrides_for(self, origin_types) -> List[Override]:
-        """The overrides that decide how these origin op types are mapped."""
-        wanted = set(origin_types)
+    def overrides_for(self, origin_types, framework: str = TENSORFLOW) -> List[Override]:
+        """The overrides that decide how these origin op types (of `framework`) are mapped."""
+        wanted = {mapping_key(framework, origin) for origin in origin_types}
         for origin in wanted:
             self._decide_mapping(origin)
         return self._ordered(self._overrides, "tf2ir_op_mappings", wanted)
 
-    def lookup(self, origin_type: str) -> Optional[OpRegistration]:
+    def lookup(self, origin_type: str, framework: str = TENSORFLOW) -> Optional[OpRegistration]:
+        """The mapping of `origin_type` in `framework`'s models, or None."""
+        if framework != TENSORFLOW:
+            origin_type = mapping_key(framework, origin_type)
         reg = self._registry.get(origin_type)
         if reg is None and origin_type not in self._decided["mapping"]:
             self._decide_mapping(origin_type)

@@ -14,6 +14,22 @@ if TYPE_CHECKING:
     from tf2ir.plugins.subgraph import SubgraphBuilder
 
 TENSORFLOW = "TENSORFLOW"
+TFLITE = "TFLITE"
+# The frameworks whose models tf2ir parses: a mapping is keyed by (framework, origin op type).
+FRAMEWORKS = (TENSORFLOW, TFLITE)
+
+
+def mapping_key(framework: str, origin_type: str) -> str:
+    """The plugin manager's key of (framework, origin op type): the op type itself for
+    TENSORFLOW (so TF keys read as before), "TFLITE:CONV_2D" for another framework (no TF op
+    type holds a colon, so the two never meet)."""
+    return origin_type if framework == TENSORFLOW else f"{framework}:{origin_type}"
+
+
+def split_mapping_key(key: str):
+    """mapping_key's inverse: "TFLITE:CONV_2D" → ("TFLITE", "CONV_2D")."""
+    framework, sep, origin = key.partition(":")
+    return (framework, origin) if sep and framework in FRAMEWORKS else (TENSORFLOW, key)
 
 
 class ImplyType:
@@ -51,14 +67,15 @@ class OpRegistration:
     # ValueError naming the call and the value, which the plugin manager reports naming the
     # plugin (a plugin that cannot load, exit status 1).
     def framework_type(self, framework: str) -> "OpRegistration":
-        if framework != TENSORFLOW:
+        if framework not in FRAMEWORKS:
             raise ValueError(f"{self._call('framework_type')}: framework {framework!r:.60} is "
-                             "not supported; use TENSORFLOW")
+                             f"not supported; use {' or '.join(FRAMEWORKS)}")
         self.framework = framework
         return self
 
     def origin_op_type(self, *op_types: str) -> "OpRegistration":
-        """The TF op types this maps: strings, or lists of them (CANN's vector form)."""
+        """The origin op types this maps: strings, or lists of them (CANN's vector form): TF
+        op types, or for TFLITE builtin operator names (CONV_2D) and custom op names."""
         flat = [t for arg in op_types
                 for t in (arg if isinstance(arg, (list, tuple)) else [arg])]
         if not flat:
@@ -140,6 +157,11 @@ class OpRegistration:
         """The decorator form of `.parse_params_fn(fn)` (DESIGN decision 1)."""
         self.parse_params_fn_ = self._function(fn, "parse_params_fn")
         return fn
+
+    @property
+    def keys(self) -> List[str]:
+        """The plugin manager's keys of this mapping: mapping_key(framework, origin) each."""
+        return [mapping_key(self.framework, origin) for origin in self.origin_types]
 
     @property
     def parse_fn(self) -> ParseParamsFn:

@@ -23,6 +23,11 @@ class TfNode(Protocol):
         """The TF op type (the NodeDef's `op`), e.g. "MatMul", or a fusion result's type."""
 
     @property
+    def framework(self) -> str:
+        """The framework whose op `op_type` is: "TENSORFLOW", or "TFLITE" for a TFLite
+        model's operators (a TFLite Flex op is a TF node, "TENSORFLOW")."""
+
+    @property
     def inputs(self) -> Sequence[Tuple[str, int]]:
         """The data inputs in order, as (producer node name, output port)."""
 

@@ -43,8 +43,8 @@ def render() -> str:
                 raise SystemExit(f"{module_name}.{hook}: a built-in hook must be a plain "
                                  "@hookimpl (the index keeps no hook options)")
         for reg in module.tf2ir_op_mappings() if "tf2ir_op_mappings" in hooks[short] else []:
-            for origin in reg.origin_types:
-                origin_types.setdefault(origin, set()).add(short)
+            for key in reg.keys:
+                origin_types.setdefault(key, set()).add(short)
         for proto in module.tf2ir_op_prototypes() if "tf2ir_op_prototypes" in hooks[short] else []:
             ir_types.setdefault(proto.op_type, set()).add(short)
         for fusion in module.tf2ir_fusion_passes() if "tf2ir_fusion_passes" in hooks[short] else []:

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = 'a57bd9988a7597fe98d7019d3d8318438cdae4bb'
+FINGERPRINT = 'fa0a0268d266bb748b843cdfd418cce2c1c362ed'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,6 +21,7 @@ SOURCES = {
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1547,
     'builtin/strings_segment.py': 2282, 'builtin/suppression.py': 430,
+    'builtin/tflite_conv.py': 945, 'builtin/tflite_reduce.py': 489,
     'builtin/tftext_tokenize.py': 7040, 'builtin/tftext_wordpiece.py': 5918,
     'builtin/unicode.py': 2751, 'opp/__init__.py': 280, 'opp/angles.py': 1799,
     'opp/arithmetic.py': 8320, 'opp/array.py': 16222, 'opp/bitwise.py': 6005,
@@ -53,8 +54,8 @@ HOOKS = {
                           'linalg', 'lists', 'logical', 'lookup', 'math', 'matrix', 'nn', 'norm',
                           'pool', 'quantize', 'ragged', 'random', 'reduce', 'rnn', 'segment',
                           'select', 'setops', 'slicing', 'sparse', 'special', 'spectral',
-                          'strings', 'strings_segment', 'suppression', 'tftext_tokenize',
-                          'tftext_wordpiece', 'unicode'),
+                          'strings', 'strings_segment', 'suppression', 'tflite_conv',
+                          'tflite_reduce', 'tftext_tokenize', 'tftext_wordpiece', 'unicode'),
     'tf2ir_op_prototypes': ('arithmetic', 'array', 'bitwise', 'blocks', 'broadcast', 'compare',
                             'concat', 'control', 'conv', 'creation', 'densesets', 'detection',
                             'fallback', 'fusion', 'image', 'imageops', 'indexing', 'inputs',
@@ -159,6 +160,8 @@ ORIGIN_TYPES = {
                 'Substr'),
     'strings_segment': ('StringSplit', 'UnsortedSegmentJoin'),
     'suppression': ('CombinedNonMaxSuppression',),
+    'tflite_conv': ('TFLITE:CONV_2D',),
+    'tflite_reduce': ('TFLITE:MEAN',),
     'tftext_tokenize': ('SentencepieceDetokenizeOp', 'SentencepieceIdToStringOp',
                         'SentencepieceOp', 'SentencepieceStringToIdOp', 'SentencepieceTokenizeOp',
                         'SentencepieceVocabSizeOp', 'TFText>NgramsStringJoin',
@@ -242,6 +245,8 @@ IR_TYPES = {
                 'StringSplitV2', 'StringToHashBucketFast', 'StringToNumber', 'Substr'),
     'strings_segment': ('ByteStrings', 'StringBytesSplit', 'StringSplit', 'UnsortedSegmentJoin'),
     'suppression': ('CombinedNonMaxSuppression',),
+    'tflite_conv': (),
+    'tflite_reduce': (),
     'tftext_tokenize': ('NgramsStringJoin', 'RoundRobinTrim', 'SentencepieceDetokenize',
                         'SentencepieceIdToString', 'SentencepieceModel', 'SentencepieceStringToId',
                         'SentencepieceTokenize', 'SentencepieceTokenizePieces',

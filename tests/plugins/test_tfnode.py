@@ -17,7 +17,7 @@ from tf2ir.parser.graph_view import TfNode as ParsedNode
 from tf2ir.parser.scope_fusion import FusedNode
 from tf2ir.plugins import FunctionalTfNode, FusedTfNode, IrOp, TfNode
 
-NODE_MEMBERS = {"name", "op_type", "inputs", "control_inputs", "attrs", "attr", "attr_type",
+NODE_MEMBERS = {"name", "op_type", "framework", "inputs", "control_inputs", "attrs", "attr", "attr_type",
                 "has_attr"}
 PROTOCOLS = {
     TfNode: (ParsedNode, NODE_MEMBERS),
