@@ -15,6 +15,7 @@ from tf2ir.parser.functions import FunctionalNode, FunctionLibrary
 from tf2ir.parser.graph_view import TfGraph, graph_def_class
 from tf2ir.parser.graph_view import TfNode as ParsedNode
 from tf2ir.parser.scope_fusion import FusedNode
+from tf2ir.parser.tflite_view import TfLiteNode
 from tf2ir.plugins import FunctionalTfNode, FusedTfNode, IrOp, TfNode
 
 NODE_MEMBERS = {"name", "op_type", "framework", "inputs", "control_inputs", "attrs", "attr", "attr_type",
@@ -24,6 +25,10 @@ PROTOCOLS = {
     FusedTfNode: (FusedNode, NODE_MEMBERS | {"inner_nodes", "pass_name"}),
     FunctionalTfNode: (FunctionalNode, NODE_MEMBERS | {"convert_function"}),
 }
+# Each parser class a plugin may get as `src`, with the protocols it implements: a TFLite
+# operator is a TfNode (framework "TFLITE") and, for WHILE/IF, a FunctionalTfNode.
+IMPLEMENTATIONS = [(protocol, cls) for protocol, (cls, _) in PROTOCOLS.items()] + [
+    (TfNode, TfLiteNode), (FunctionalTfNode, TfLiteNode)]
 
 
 def members(protocol: type) -> Set[str]:
@@ -51,15 +56,40 @@ def test_the_protocol_declares_what_plugins_may_use(protocol):
         assert inspect.getdoc(getattr(protocol, name)), f"{protocol.__name__}.{name} has no docstring"
 
 
-@pytest.mark.parametrize("protocol", list(PROTOCOLS), ids=lambda p: p.__name__)
-def test_the_parser_class_has_every_member(protocol):
-    cls = PROTOCOLS[protocol][0]
+def instance_members(cls: type) -> Set[str]:
+    """What an instance of a class without __slots__ sets in __init__ (TfLiteNode's name,
+    op_type, inputs, ...): the class itself does not have them."""
+    if cls is TfLiteNode:
+        return set(vars(TfLiteNode("n", "ADD", [("x", 0)], {})))
+    return set()
+
+
+@pytest.mark.parametrize("protocol,cls", IMPLEMENTATIONS,
+                         ids=lambda p: getattr(p, "__name__", str(p)))
+def test_the_parser_class_has_every_member(protocol, cls):
     for name in members(protocol):
-        assert hasattr(cls, name), f"{cls.__name__} lacks {name}"
+        assert hasattr(cls, name) or name in instance_members(cls), f"{cls.__name__} lacks {name}"
         declared = getattr(protocol, name)
         if inspect.isfunction(declared):        # a method: the same parameters, in order
             assert list(inspect.signature(getattr(cls, name)).parameters) == \
                 list(inspect.signature(declared).parameters), f"{cls.__name__}.{name}"
+
+
+def test_a_tflite_node_satisfies_the_protocols():
+    """What a TFLITE plugin gets: the operator's name, TFLite op type, framework TFLITE, its
+    options as attributes (no TF kind), and convert_function for WHILE/IF subgraphs."""
+    node = TfLiteNode("y", "CONV_2D", [("x", 0), ("w", 0)],
+                      {"padding": "SAME", "fused_activation_function": "RELU6"})
+    assert isinstance(node, TfNode) and isinstance(node, FunctionalTfNode)
+    assert not isinstance(node, FusedTfNode)
+    assert (node.name, node.op_type, node.framework) == ("y", "CONV_2D", "TFLITE")
+    assert (node.inputs, node.control_inputs) == ([("x", 0), ("w", 0)], [])
+    assert node.attr("padding") == "SAME" and node.attr("stride_h", 1) == 1
+    assert node.has_attr("fused_activation_function") and not node.has_attr("stride_h")
+    assert node.attr_type("padding") is None
+    assert graph()["y"].framework == "TENSORFLOW"
+    with pytest.raises(ConversionError, match="subgraph"):   # no pipeline behind it
+        node.convert_function("padding", [])
 
 
 def test_parsed_nodes_satisfy_the_protocols():
@@ -92,16 +122,20 @@ def test_the_type_checker_sees_the_parser_classes_as_the_protocols(tmp_path):
         "from tf2ir.parser.functions import FunctionalNode\n"
         "from tf2ir.parser.graph_view import TfNode as ParsedNode\n"
         "from tf2ir.parser.scope_fusion import FusedNode\n"
+        "from tf2ir.parser.tflite_view import TfLiteNode\n"
         "from tf2ir.plugins import FunctionalTfNode, FusedTfNode, TfNode\n"
         "\n"
-        "def check(node: ParsedNode, fused: FusedNode, functional: FunctionalNode) -> None:\n"
+        "def check(node: ParsedNode, fused: FusedNode, functional: FunctionalNode,\n"
+        "          lite: TfLiteNode) -> None:\n"
         "    a: TfNode = node\n"
         "    b: FusedTfNode = fused\n"
         "    c: FunctionalTfNode = functional\n"
+        "    e: TfNode = lite\n"
+        "    f: FunctionalTfNode = lite\n"
         "    d: FusedTfNode = node\n")
     status, output = run_mypy(str(conforms))
     errors = [line for line in output.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "conforms.py:10: error: Incompatible types in assignment" \
+    assert len(errors) == 1 and "conforms.py:14: error: Incompatible types in assignment" \
         in errors[0], output
 
 
