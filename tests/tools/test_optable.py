@@ -73,3 +73,48 @@ def test_check_exits_1_with_a_diff_when_the_page_differs(tmp_path, capsys):
     assert optable.main(["--check", "-o", str(page)]) == 1
     err = capsys.readouterr().err
     assert "-| Conv3000 |" in err and "+| Conv2D |" in err and "out of date" in err
+
+
+def test_tflite_modes_are_read_from_the_tflite_conformance_modules(tmp_path):
+    _write(tmp_path / "test_tflite_a.py", """
+        FLOAT = ("float",)
+        TFLITE_TESTED = {"CONV_2D": FLOAT + ("int8",), "MEAN": ("float",)}
+        TESTED_DTYPES = {"Conv2D": ("float32",)}
+        """)
+    _write(tmp_path / "test_tflite_b.py", 'TFLITE_TESTED = {"CONV_2D": ("dynamic", "float")}\n')
+    _write(tmp_path / "test_other.py", 'TFLITE_TESTED = {"ADD": ("float",)}\n')   # not a TFLite module
+    tested = optable.collect_tflite_tested(str(tmp_path))
+    assert tested == {"CONV_2D": {"float", "int8", "dynamic"}, "MEAN": {"float"}}
+    assert optable.sort_modes(tested["CONV_2D"] | {"float16", "int16", "zz"}) == \
+        ["float", "dynamic", "int8", "int16", "float16", "zz"]
+    assert optable.collect_tested_dtypes(str(tmp_path)) == {"Conv2D": {"float32"}}
+    bad = _write(tmp_path / "test_tflite_bad.py", 'TFLITE_TESTED = {"ADD": "float"}\n')
+    with pytest.raises(optable.TestedDtypesError,
+                       match=r"test_tflite_bad.py:1: TFLITE_TESTED\['ADD'\] must be a tuple of mode"):
+        optable.read_tested_dtypes(bad, optable.TFLITE_TESTED)
+
+
+def test_tflite_mappings_have_their_own_section_and_never_a_tf_row():
+    """TFLITE registrations (keyed "TFLITE:CONV_2D" in the manager) are listed by their TFLite
+    names under their own heading with the tested modes, and not as TF op types."""
+    from tf2ir.plugins.manager import PluginManager
+    manager = PluginManager(use_env=False)
+    lite = {key.split(":", 1)[1]: reg for key, reg in manager.registry.items()
+            if key.startswith("TFLITE:")}
+    assert {"CONV_2D", "MEAN"} <= set(lite)
+    text = optable.generate({"Conv2D": {"float32"}}, manager,
+                            {"CONV_2D": {"int8", "float"}, "NO_SUCH_OP": {"float"}})
+    tf_part, _, lite_part = text.partition("\n## TensorFlow Lite operators\n")
+    assert lite_part and "TFLITE:" not in text
+    conv = lite["CONV_2D"]
+    assert f"| CONV_2D | {conv.ir_type} | {conv.plugin} | float, int8 |" in lite_part
+    assert f"| MEAN | {lite['MEAN'].ir_type} | {lite['MEAN'].plugin} | — |" in lite_part
+    assert f"**{len(lite)} TFLite op types**" in lite_part
+    assert "Tested but mapped by no built-in TFLITE plugin: NO_SUCH_OP (float)." in lite_part
+    assert "| CONV_2D |" not in tf_part and "| MEAN |" not in tf_part
+    assert "| Conv2D | Conv2D | builtin_conv | float32 |" in tf_part
+    tf_rows = sum(1 for line in tf_part.split("## Refused")[0].split("## Scope")[0].splitlines()
+                  if line.startswith("| ") and not line.startswith("| TF op type"))
+    tf_keys = [k for k, r in manager.registry.items() if ":" not in k and not r.fusion
+               and r.ir_type not in {p for p, proto in manager.prototypes.items() if proto.refused}]
+    assert f"**{tf_rows} TF op types**" in tf_part and tf_rows <= len(tf_keys)
