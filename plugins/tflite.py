@@ -82,3 +82,21 @@ def padding(src) -> str:
         raise ConversionError(f"padding {value!r:.40} is not supported", node=src.name,
                               op_type=src.op_type)
     return value
+
+
+def output_dtype(src, index: int = 0) -> str:
+    """The IR dtype output `index` of `src` has in the float view: its TFLite tensor's type,
+    float32 where the view dequantizes it (integer data with scales, as the parser's QDQ
+    rule says), so a CAST, ARG_MAX or TOPK_V2 mapping types its IR output as consumers read it."""
+    tensors = getattr(src, "output_tensors", None) or []
+    if index >= len(tensors):
+        raise ConversionError(f"output {index} has no TFLite tensor", node=getattr(src, "name", None),
+                              op_type=getattr(src, "op_type", None))
+    tensor = tensors[index]
+    if tensor.quantization is not None and tensor.dtype in ("int8", "uint8", "int16", "int32", "int64"):
+        return "float32"
+    if tensor.dtype is None:
+        raise ConversionError("output type is not supported", node=getattr(src, "name", None),
+                              op_type=getattr(src, "op_type", None))
+    return tensor.dtype
+
