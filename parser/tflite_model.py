@@ -11,6 +11,7 @@ ConversionError naming the model.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -104,6 +105,7 @@ class TfLiteModel:
     subgraphs: List[SubgraphInfo]
     signatures: List[SignatureInfo]
     metadata: Dict[str, bytes]
+    data: bytes = field(default=b"", repr=False)   # the file's bytes (the buffers view them)
 
 
 def is_tflite_file(path: str) -> bool:
@@ -174,7 +176,7 @@ class _Reader:
             data = self.buffer_data(entry.Buffer())
             metadata[_text(entry.Name())] = bytes(data) if data is not None else b""
         return TfLiteModel(self.model_name, root.Version(), _text(root.Description()),
-                           subgraphs, signatures, metadata)
+                           subgraphs, signatures, metadata, self.data)
 
     def tensor_map(self, get, length: int, count: int) -> Dict[str, int]:
         found = {}
@@ -291,7 +293,7 @@ class _Reader:
                       "supported")
         shape = tuple(d if d is not None else -1 for d in info.shape or ())
         array = np.frombuffer(data, dtype=_NUMPY[info.dtype])
-        size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        size = math.prod(shape)   # Python ints: no overflow
         if array.size != size or -1 in shape:
             self.fail(f"tensor '{info.name}': its buffer holds {array.size} values, its shape "
                       f"{list(info.shape or ())} needs {size}")
@@ -307,12 +309,13 @@ def _strings(info: TensorInfo, data: memoryview, reader: _Reader) -> np.ndarray:
     if count < 0 or 4 * (count + 2) > len(raw):
         reader.fail(f"tensor '{info.name}': a string buffer with a bad count {count}")
     offsets = struct.unpack_from(f"<{count + 1}i", raw, 4)
-    if any(b < a for a, b in zip(offsets, offsets[1:])) or offsets[-1] > len(raw):
+    if offsets[0] < 0 or any(b < a for a, b in zip(offsets, offsets[1:])) \
+            or offsets[-1] > len(raw):
         reader.fail(f"tensor '{info.name}': a string buffer with bad offsets")
     values = np.empty(count, dtype=object)
     values[:] = [raw[a:b] for a, b in zip(offsets, offsets[1:])]
     shape = tuple(d or 0 for d in info.shape or ())
-    if int(np.prod(shape, dtype=np.int64)) != count:
+    if math.prod(shape) != count:
         reader.fail(f"tensor '{info.name}': {count} strings for shape {list(shape)}")
     return values.reshape(shape)
 

@@ -26,6 +26,7 @@ from tf2ir.parser.tflite_model import OperatorInfo, SubgraphInfo, TensorInfo, Tf
 TFLITE = "TFLITE"
 QUANTIZE, DEQUANTIZE = "TFLiteQuantize", "TFLiteDequantize"
 Key = Tuple[str, int]
+MAX_NESTING = 64   # WHILE/IF subgraphs within each other
 
 
 class TfLiteNode:
@@ -115,6 +116,7 @@ class TfLiteGraph(TfGraph):
         self._float: Dict[int, Key] = {}     # tensor → what float consumers read
         self._raw: Dict[int, Key] = {}       # tensor → its value as TFLite holds it
         self.argument_names: List[str] = []
+        self.calling: frozenset = frozenset()   # the subgraphs whose conversion this is within
         self._build(arguments)
 
     # -- building ------------------------------------------------------------------------
@@ -161,8 +163,14 @@ class TfLiteGraph(TfGraph):
         produced = {o for op in sg.operators for o in op.outputs if o >= 0}
         for op in sg.operators:
             for index in op.inputs:
-                if index >= 0 and index not in self._raw and index not in produced:
-                    self._constant(tensors[index], op)
+                if index < 0 or index in self._raw:
+                    continue
+                if index in produced:   # TFLite runs its operators in their order
+                    raise ConversionError(
+                        f"operator {op.index} ({op.op_type}) reads tensor "
+                        f"'{tensors[index].name}' before any operator computes it (operators "
+                        "out of order, or a cycle)", model=self.model, op_type=op.op_type)
+                self._constant(tensors[index], op)
             self._operator(op)
         self.outputs_default: List[Key] = []
         for index in sg.outputs:
@@ -256,7 +264,14 @@ class TfLiteGraph(TfGraph):
             raise ConversionError(f"subgraph {index} does not exist", model=self.model)
         if self.pipeline is None:
             raise ConversionError("TFLite subgraphs are converted by a pipeline", model=self.model)
+        calling = self.calling | {self.subgraph.index}
+        if index in calling:   # a WHILE/IF whose body holds (or is) the caller itself
+            raise ConversionError(f"subgraph {index} calls itself (a cycle of subgraphs)",
+                                  model=self.model)
+        if len(calling) >= MAX_NESTING:   # each level is a Python stack frame or more
+            raise ConversionError(f"subgraphs nested deeper than {MAX_NESTING}", model=self.model)
         body = TfLiteGraph(self.tflite, index, self.model, arguments=True)
+        body.calling = calling
         body.bind(self.pipeline)
         if len(input_descs) != len(body.argument_names):
             raise ConversionError(f"subgraph {index} takes {len(body.argument_names)} inputs, "
@@ -283,7 +298,13 @@ def read_tflite_view(path: str, signature: Optional[str] = None) -> TfLiteGraph:
     """A .tflite file → the graph view of its signature's subgraph (`signature`, else
     serving_default, else the first signature, else subgraph 0)."""
     from tf2ir.parser.tflite_model import read_tflite
-    model = read_tflite(path)
+    return tflite_view_of(read_tflite(path), signature)
+
+
+def tflite_view_of(model: TfLiteModel, signature: Optional[str] = None) -> TfLiteGraph:
+    """The graph view of a model read (a file's, or bytes given to tf2ir.convert): its
+    signature's subgraph, as read_tflite_view chooses it."""
+    path = model.path
     index = 0
     if model.signatures:
         keys = [s.key for s in model.signatures]
