@@ -254,8 +254,10 @@ def test_conv_bias_and_scale_fold_into_the_quantized_conv(tmp_path):
     assert types.count("Transpose") == 2    # the input's and the output's: none between
     conv = next(n for n in model.graph.node if n.op_type == "Conv")
     producers = {o: n.op_type for n in model.graph.node for o in n.output}
-    assert [producers.get(name) for name in conv.input] == ["Transpose", "DequantizeLinear",
-                                                            None]     # (x: NHWC -> NCHW)
+    # x: its NHWC -> NCHW Transpose above its Q -> DQ pair (the qdq_hoist pass), so that the
+    # DequantizeLinear feeds the Conv
+    assert [producers.get(name) for name in conv.input] == ["DequantizeLinear",
+                                                            "DequantizeLinear", None]
     options = ort.SessionOptions()
     options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
     ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])

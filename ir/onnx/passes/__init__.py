@@ -20,6 +20,7 @@ from tf2ir.ir.onnx.passes.matmul import (einsums_to_matmuls, attention_form,
                                          merge_sibling_matmuls)
 from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
 from tf2ir.ir.onnx.passes.qdq import fold_into_quantized_weights
+from tf2ir.ir.onnx.passes.qdq_hoist import hoist_transposes_above_dequantize
 from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
@@ -35,7 +36,7 @@ def _onnx(name, run, description, after=(), repeat=False, before=(), default=Tru
 
 _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
              "pool_pad", "global_pool", "scale", "activation", "attention_form", "matmul_merge",
-             "cse", "qdq")
+             "cse", "qdq", "qdq_hoist")
 
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
@@ -59,6 +60,11 @@ ONNX_PASSES: List[PassRecord] = [
           "scale Mul folded into its bias and the weight's scale, so that onnxruntime fuses "
           "QLinearConv/QGemm", after=("fold", "reshape", "layout", "identity", "reshape_chain"),
           before=("affine", "scale", "cse")),
+    _onnx("qdq_hoist", hoist_transposes_above_dequantize,
+          "a Transpose that alone reads a DequantizeLinear of a run-time tensor moved above it "
+          "(onto the integer tensor, a per-axis scale's axis following), so that the op after "
+          "reads the DequantizeLinear and onnxruntime fuses QLinearConv and its kin",
+          after=("fold", "layout", "identity"), before=("cse",)),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),
