@@ -304,16 +304,22 @@ def read_tflite_view(path: str, signature: Optional[str] = None) -> TfLiteGraph:
 def tflite_view_of(model: TfLiteModel, signature: Optional[str] = None) -> TfLiteGraph:
     """The graph view of a model read (a file's, or bytes given to tf2ir.convert): its
     signature's subgraph, as read_tflite_view chooses it."""
+    return TfLiteGraph(model, signature_subgraph(model, signature)[0])
+
+
+def signature_subgraph(model: TfLiteModel, signature: Optional[str] = None):
+    """(subgraph index, SignatureInfo or None) of `signature`, else serving_default, else the
+    first signature, else subgraph 0 (no signature); an unknown signature is a usage error."""
     path = model.path
-    index = 0
     if model.signatures:
         keys = [s.key for s in model.signatures]
         if signature is not None and signature not in keys:
             raise ConversionError(f"signature '{signature}' is not in the model (it has "
                                   f"{', '.join(keys)})", model=path, exit_code=ExitStatus.USAGE)
-        wanted = signature or ("serving_default" if "serving_default" in keys else keys[0])
-        index = model.signatures[keys.index(wanted)].subgraph
-    elif signature not in (None, "serving_default"):
+        wanted = model.signatures[keys.index(
+            signature or ("serving_default" if "serving_default" in keys else keys[0]))]
+        return wanted.subgraph, wanted
+    if signature not in (None, "serving_default"):
         raise ConversionError(f"signature '{signature}' is not in the model (it has none)",
                               model=path, exit_code=ExitStatus.USAGE)
-    return TfLiteGraph(model, index)
+    return 0, None

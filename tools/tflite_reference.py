@@ -28,12 +28,17 @@ def interpreter_class():
     return tf.lite.Interpreter
 
 
-def load_interpreter(path: str, num_threads: Optional[int] = None):
+def load_interpreter(path: str, num_threads: Optional[int] = None, *,
+                     content: Optional[bytes] = None, preserve_all: bool = False):
+    """The interpreter of the .tflite at `path` (or of its bytes `content`, `path` then only
+    names it); `preserve_all`: every intermediate tensor stays readable after a run."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # tf.lite.Interpreter's deprecation notice
+        source = {"model_content": bytes(content)} if content is not None else {"model_path": path}
         try:
-            return interpreter_class()(model_path=path, num_threads=num_threads)
-        except ValueError as exc:
+            return interpreter_class()(**source, num_threads=num_threads,
+                                       experimental_preserve_all_tensors=preserve_all)
+        except (ValueError, RuntimeError) as exc:
             raise ConversionError(f"the LiteRT interpreter cannot load it: {exc}"[:300],
                                   model=path) from None
 
@@ -60,4 +65,18 @@ def run_tflite(path: str, feeds: Dict[str, np.ndarray],
     if outputs is None:
         return {d["name"]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}
     by_name = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    missing = [name for name in outputs if name not in by_name]
+    if missing:
+        raise ConversionError(f"'{missing[0]}' is not a tensor of the TFLite model", model=path)
     return {name: np.array(it.get_tensor(by_name[name])) for name in outputs}
+
+
+def run_signature(path: str, key: str, feeds: Dict[str, np.ndarray], inputs: Dict[str, str],
+                  outputs: Dict[str, str], interpreter=None) -> Dict[str, np.ndarray]:
+    """Outputs of signature `key` of the .tflite at `path` (a subgraph other than the first):
+    `feeds` by tensor name; `inputs`/`outputs` map the signature's names to tensor names."""
+    it = interpreter or load_interpreter(path)
+    runner = it.get_signature_runner(key)
+    by_tensor = {tensor: name for name, tensor in inputs.items()}
+    results = runner(**{by_tensor.get(name, name): value for name, value in feeds.items()})
+    return {outputs.get(name, name): np.array(value) for name, value in results.items()}
