@@ -20,24 +20,24 @@ TFLITE_TESTED = {
     "MAXIMUM": QUANTIZED, "MINIMUM": QUANTIZED, "SQUARED_DIFFERENCE": QUANTIZED,
     "ATAN2": ("float",), "ADD_N": ("float",), "BATCH_MATMUL": QUANTIZED,
 }
-INT8_SKIP = None   # the reason int8 cases are skipped, or None once QDQ has landed
-
-
-def op_types(path: str):
-    from tf2ir.parser.tflite_model import read_tflite
-    return [op.op_type for op in read_tflite(path).subgraphs[0].operators]
 
 
 def run_case(tmp_path, name, fn, specs, expect, mode="float", feeds=None, **kw):
-    """check_tflite on `fn`, after checking that TF's converter put every op of `expect` into
-    the model (the op under test is there, not folded away); returns the model's op types."""
-    if mode == "int8" and INT8_SKIP:
-        pytest.skip(INT8_SKIP)
+    """check_tflite on `fn`, then a check that TF's converter put every op of `expect` into
+    the model (the op under test is there, not folded away) and, in int8 mode, that each
+    computes on int8 (TFLite's integer kernel is what tf2ir's QDQ model was compared with).
+    Returns the model's operators."""
+    from tf2ir.parser.tflite_model import read_tflite
     check_tflite(tmp_path, fn, specs, mode=mode, feeds=feeds, name=name, **kw)
-    ops = op_types(os.path.join(str(tmp_path), f"{name}_{mode}.tflite"))
+    sg = read_tflite(os.path.join(str(tmp_path), f"{name}_{mode}.tflite")).subgraphs[0]
+    ops = sorted({op.op_type for op in sg.operators})
     missing = [op for op in expect if op not in ops]
-    assert not missing, f"{name}: the converter emitted {sorted(set(ops))}, not {missing}"
-    return ops
+    assert not missing, f"{name}: the converter emitted {ops}, not {missing}"
+    if mode == "int8":
+        integer = {op.op_type for op in sg.operators
+                   if any(i >= 0 and sg.tensors[i].dtype == "int8" for i in op.inputs)}
+        assert set(expect) <= integer, f"{name}: {sorted(set(expect) - integer)} not on int8"
+    return sg.operators
 
 
 def away_from_zero(rng, shape, low=0.5, high=2.0, dtype=np.float32):
@@ -73,34 +73,29 @@ def _binary_cases():
 @pytest.mark.parametrize("case", sorted(_binary_cases()))
 def test_binary(tmp_path, case, mode):
     fn, specs, expect = _binary_cases()[case]
-    ops = run_case(tmp_path, case, fn, specs, expect, mode)
+    operators = run_case(tmp_path, case, fn, specs, expect, mode)
     if case == "mul_relu_n1_to_1" and mode == "float":
         # the clip is fused into MUL's activation, so that activation is what is checked
-        from tf2ir.parser.tflite_model import read_tflite
-        path = os.path.join(str(tmp_path), f"{case}_{mode}.tflite")
-        muls = [op for op in read_tflite(path).subgraphs[0].operators if op.op_type == "MUL"]
-        assert muls[0].options["fused_activation_function"] == "RELU_N1_TO_1", ops
+        (mul,) = [op for op in operators if op.op_type == "MUL"]
+        assert mul.options["fused_activation_function"] == "RELU_N1_TO_1"
 
 
 def test_fused_activations_are_checked(tmp_path):
     """The float cases hold ADD with RELU and SUB with RELU6: the activations are exercised."""
-    from tf2ir.parser.tflite_model import read_tflite
     seen = set()
     for case in ("add_relu", "sub_relu6"):
         fn, specs, expect = _binary_cases()[case]
-        run_case(tmp_path, case, fn, specs, expect)
-        sg = read_tflite(os.path.join(str(tmp_path), f"{case}_float.tflite")).subgraphs[0]
-        seen |= {(op.op_type, op.options.get("fused_activation_function")) for op in sg.operators}
+        operators = run_case(tmp_path, case, fn, specs, expect)
+        seen |= {(op.op_type, op.options.get("fused_activation_function")) for op in operators}
     assert {("ADD", "RELU"), ("SUB", "RELU6")} <= seen
 
 
 def test_batch_matmul_adjoint(tmp_path):
     """adj_x and adj_y both set: each operand's last two dims are swapped."""
     fn = lambda a, b: tf.matmul(a, b, adjoint_a=True, adjoint_b=True)   # noqa: E731
-    run_case(tmp_path, "bmm_adj", fn, [spec([None, 3, 2]), spec([None, 4, 3])], ["BATCH_MATMUL"])
-    from tf2ir.parser.tflite_model import read_tflite
-    sg = read_tflite(os.path.join(str(tmp_path), "bmm_adj_float.tflite")).subgraphs[0]
-    (bmm,) = [op for op in sg.operators if op.op_type == "BATCH_MATMUL"]
+    operators = run_case(tmp_path, "bmm_adj", fn, [spec([None, 3, 2]), spec([None, 4, 3])],
+                         ["BATCH_MATMUL"])
+    (bmm,) = [op for op in operators if op.op_type == "BATCH_MATMUL"]
     assert bmm.options["adj_x"] and bmm.options["adj_y"]
 
 
