@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     new_plugin.add_argument("--native", action="store_true",
                             help="add a C++ kernel (NAME/PKG/kernels.cc, onnxruntime's lite custom-op "
                                  "API) built at pip install; the Python kernel stays the fallback")
+    new_plugin.add_argument("--framework", default="tensorflow", type=str.lower, choices=["tensorflow", "tflite"], help="the framework of --origin-op: a TF op type, or a TFLite builtin (CONV_2D) or custom op (default: %(default)s)")
     new_plugin.add_argument("-o", "--out-dir", default=".", help="where to create NAME/")
     new_plugin.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
     from tf2ir.tools import batch
@@ -280,7 +281,7 @@ def cmd_plugins(args) -> int:
 def cmd_new_plugin(args) -> int:
     from tf2ir.ir.errors import ExitStatus
     from tf2ir.tools.scaffold import package_name, write_plugin_package
-    root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op, args.native)
+    root = write_plugin_package(args.name, args.origin_op, args.out_dir, args.ir_op, args.native, args.framework)
     if args.native:
         print(f"wrote {root}: write the compute in {os.path.join(root, package_name(args.name), 'kernels.cc')}, "
               f"then pip install -e {root} && python -m pytest {os.path.join(root, 'tests')}")

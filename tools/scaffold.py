@@ -1,10 +1,10 @@
 """`tf2ir new-plugin`: writes an installable plugin package for one origin TF op type.
 
-The package maps the origin op to an IR op: an existing one (`--ir-op`), or a new IR op
-it declares itself, whose lowering emits a node of a custom ONNX domain and whose numpy
-kernel tf2ir's runtime entry registers with onnxruntime. The author writes the kernel (or
-replaces the lowering with standard ONNX ops); the package's test runs the op against TF.
+The package maps the origin op to an existing IR op (`--ir-op`) or to a new one it declares,
+whose lowering emits a node of a custom ONNX domain and whose numpy kernel (the author writes
+it) tf2ir's runtime entry registers with onnxruntime; its test runs the op against TF.
 With `--native` the package also carries a C++ kernel built at install (tools/scaffold_native.py).
+With `--framework tflite` it maps a TFLite builtin or custom op (tools/scaffold_tflite.py).
 
 The op's inputs, outputs and attributes come from TensorFlow's op registry where TensorFlow is
 installed (imported here only, when a package is written); without it, one input is guessed.
@@ -24,7 +24,7 @@ SETUP_CFG = """\
 [metadata]
 name = {name}
 version = 0.1.0
-description = tf2ir plugin mapping TensorFlow {origin} to IR {ir_op}
+description = tf2ir plugin mapping {framework_name} {origin} to IR {ir_op}
 
 [options]
 packages = {package}
@@ -44,7 +44,7 @@ build-backend = "setuptools.build_meta"
 """
 
 PLUGIN_NEW_OP = """\
-\"\"\"tf2ir plugin: TensorFlow {origin} → IR {ir_op}.
+\"\"\"tf2ir plugin: {framework_name} {origin} → IR {ir_op}.
 
 The IR op is declared here with its shape inference, ONNX lowering and reference kernel.
 The lowering emits a node of the custom ONNX domain {domain!r}; the kernel (numpy) is its
@@ -62,7 +62,7 @@ from tf2ir.plugins import ImplyType, auto_mapping, hookimpl, {plugin_names}
 DOMAIN = {domain!r}
 
 # {source}
-prototype = (op_prototype({ir_op!r}, "TensorFlow {origin}, mapped by {package}")
+prototype = (op_prototype({ir_op!r}, "{framework_name} {origin}, mapped by {package}")
 {ports})
 {infer}
 
@@ -81,9 +81,7 @@ def kernel({params}, **attrs):
     raise NotImplementedError("write {origin}'s compute in {package}/plugin.py: kernel")
 
 
-def parse_params(src, op):
-    \"\"\"Fill the IR op from the TF node: same-named attributes map automatically.\"\"\"
-    auto_mapping(src, op)
+{parse_params}
 
 
 @hookimpl
@@ -93,24 +91,22 @@ def tf2ir_op_prototypes():
 
 @hookimpl
 def tf2ir_op_mappings():
-    return [register_op({ir_op!r}).framework_type("TENSORFLOW").origin_op_type({origin!r})
+    return [register_op({ir_op!r}).framework_type({framework!r}).origin_op_type({origin!r})
             .parse_params_fn(parse_params).imply_type(ImplyType.CUSTOM){priority}]
 {native_hook}"""
 
 PLUGIN_EXISTING_OP = '''\
-"""tf2ir plugin: TensorFlow {origin} → the existing IR op {ir_op}."""
+"""tf2ir plugin: {framework_name} {origin} → the existing IR op {ir_op}."""
 
 from tf2ir.plugins import ImplyType, auto_mapping, hookimpl, register_op
 
 
-def parse_params(src, op):
-    """Fill the IR op from the TF node: same-named attributes map automatically."""
-    auto_mapping(src, op)
+{parse_params}
 
 
 @hookimpl
 def tf2ir_op_mappings():
-    return [register_op({ir_op!r}).framework_type("TENSORFLOW").origin_op_type({origin!r})
+    return [register_op({ir_op!r}).framework_type({framework!r}).origin_op_type({origin!r})
             .parse_params_fn(parse_params).imply_type(ImplyType.CUSTOM).with_priority(1)]
 '''
 
@@ -204,15 +200,17 @@ def package_name(name: str) -> str:
 
 
 def write_plugin_package(name: str, origin: str, out_dir: str = ".",
-                         ir_op: Optional[str] = None, native: bool = False) -> str:
+                         ir_op: Optional[str] = None, native: bool = False,
+                         framework: str = "tensorflow") -> str:
     """Write the package into OUT_DIR/NAME; return its path. Refuses to overwrite. `native`:
-    with a C++ kernel built at install (an op the package declares only)."""
+    with a C++ kernel built at install (an op the package declares only). `framework`:
+    "tensorflow", or "tflite" for a TFLITE mapping of a TFLite builtin or custom op."""
     from tf2ir.plugins.manager import PluginManager
+    from tf2ir.tools import scaffold_tflite
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", name):
         raise ConversionError(f"plugin name {name!r} must start with a letter and use letters, "
                               "digits, '_', '-' or '.'", exit_code=ExitStatus.USAGE)
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", origin):
-        raise ConversionError(f"--origin-op {origin!r} is not a TF op type name", exit_code=ExitStatus.USAGE)
+    lite = scaffold_tflite.check_origin(framework, origin, native)
     root = os.path.join(out_dir, name)
     if os.path.exists(root):
         raise ConversionError(f"{root} exists already; choose another name or directory",
@@ -221,19 +219,22 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
     installed = PluginManager(use_env=False)
     declared = installed.prototypes
     existing = ir_op is not None and ir_op in declared
-    ir_op = ir_op or origin
+    ir_op = ir_op or (scaffold_tflite.ir_name(origin) if lite else origin)
     if not existing and ir_op in declared:
         raise ConversionError(f"IR op {ir_op} exists already; pass --ir-op {ir_op} to map to it, "
                               "or another --ir-op name to declare a new one", exit_code=ExitStatus.USAGE)
     if existing and native:
         raise ConversionError(f"--native writes a kernel for an IR op the package declares; {ir_op} "
                               "is tf2ir's (leave out --ir-op, or --native)", exit_code=ExitStatus.USAGE)
-    signature = op_signature(origin)
+    signature = scaffold_tflite.tflite_signature(origin) if lite else op_signature(origin)
     values = dict(name=name, package=package, origin=origin, ir_op=ir_op,
-                  domain=f"ai.tf2ir.{package}", test_name=re.sub(r"\W", "_", origin).lower())
+                  domain=f"ai.tf2ir.{package}", test_name=re.sub(r"\W", "_", origin).lower(),
+                  **scaffold_tflite.framework_values(lite))
     values.update(test_values(origin, signature), native_check="", native_doc="", native_hook="",
                   imports="", plugin_names="register_op",   # over a built-in mapping of origin:
-                  priority=".with_priority(1)" if installed.lookup(origin) is not None else "")
+                  priority=".with_priority(1)" if installed.lookup(
+                      origin, values["framework"]) is not None else "",
+                  **(scaffold_tflite.tflite_values(origin, signature) if lite else {}))
     files: Dict[str, str] = {}
     if native:
         from tf2ir.tools.scaffold_native import native_files
@@ -244,10 +245,10 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
         "pyproject.toml": PYPROJECT,
         os.path.join(package, "__init__.py"): f'"""tf2ir plugin package {name}."""\n',
         os.path.join(package, "plugin.py"): (PLUGIN_EXISTING_OP if existing else PLUGIN_NEW_OP).format(**values),
-        os.path.join("tests", f"test_{package}.py"): TEST.format(**values),
+        os.path.join("tests", f"test_{package}.py"): (scaffold_tflite.TEST if lite else TEST).format(**values),
     })
-    files.setdefault("README.md", f"# {name}\n\ntf2ir plugin: TensorFlow `{origin}` → IR `{ir_op}`.\n\n"
-                                  f"```sh\npip install .\ntf2ir plugins | grep {origin}\n"
+    files.setdefault("README.md", f"# {name}\n\ntf2ir plugin: {values['framework_name']} `{origin}` → IR "
+                                  f"`{ir_op}`.\n\n```sh\npip install .\ntf2ir plugins | grep {origin}\n"
                                   "python -m pytest tests\n```\n")
     for rel, text in files.items():
         path = os.path.join(root, rel)
@@ -337,6 +338,7 @@ class Port:
     dtype: str    # the IR dtype of the test graph's tensor
     fixed: bool   # the op fixes the dtype (else a type attribute chooses it)
     attr: str = ""   # the type attribute that chooses it
+    arg: str = ""    # TF's name of the argument (tf.raw_ops' keyword)
 
 
 @dataclass
@@ -420,7 +422,8 @@ def op_signature(origin: str) -> Signature:
             signature.variadic |= bool(many) and ports is signature.inputs
             for i in range(counts.get(arg.number_attr, 1)):
                 name = safe_name(arg.name + (f"_{i}" if arg.number_attr else ""), names)
-                ports.append(Port(name, dtype, bool(arg.type), arg.type_attr or arg.type_list_attr))
+                ports.append(Port(name, dtype, bool(arg.type), arg.type_attr or arg.type_list_attr,
+                                  arg.name))
     return signature
 
 
