@@ -100,3 +100,13 @@ def output_dtype(src, index: int = 0) -> str:
                               op_type=getattr(src, "op_type", None))
     return tensor.dtype
 
+
+def input_desc(src, graph: SubgraphBuilder, position: int):
+    """The TensorDesc of TFLite input `position` (schema order) as the call sees it, without
+    making its Data node (so that `data(..., fmt)` may still declare its format); None when
+    the model left that optional input out."""
+    positions = getattr(src, "input_positions", None)
+    index = positions[position] if positions and position < len(positions) else position
+    if index is None or index >= len(graph.call.inputs):
+        return None
+    return graph.call.inputs[index].desc

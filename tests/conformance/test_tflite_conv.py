@@ -1,4 +1,7 @@
-"""TFLite convolutions against the LiteRT interpreter."""
+"""TFLite convolutions against the LiteRT interpreter: CONV_2D (strides, dilations, VALID, no
+bias, fused activations), DEPTHWISE_CONV_2D (multiplier 1 and > 1), TRANSPOSE_CONV, CONV_3D.
+Filters are asymmetric random tensors, so a wrong layout (OHWI read as HWIO, a depthwise
+filter's channel and multiplier swapped, a transposed filter not flipped) changes the result."""
 
 import numpy as np
 import pytest
@@ -7,9 +10,23 @@ from tests.conformance.tflite_harness import check_tflite, spec
 
 tf = pytest.importorskip("tensorflow")
 
-TFLITE_TESTED = {"CONV_2D": ("float",), "MEAN": ("float",)}
+TFLITE_TESTED = {
+    "CONV_2D": ("float", "dynamic", "int8"),
+    "DEPTHWISE_CONV_2D": ("float", "dynamic", "int8"),
+    "TRANSPOSE_CONV": ("float",),
+    "CONV_3D": ("float",),
+    "MEAN": ("float",),
+}
 
-W = np.random.default_rng(3).standard_normal((3, 3, 3, 4)).astype(np.float32)
+RNG = np.random.default_rng(3)
+W = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
+W_RECT = RNG.standard_normal((2, 3, 3, 5)).astype(np.float32)      # kh != kw, in != out
+B = RNG.standard_normal(4).astype(np.float32)
+DW1 = RNG.standard_normal((3, 3, 3, 1)).astype(np.float32)
+DW2 = RNG.standard_normal((3, 2, 3, 2)).astype(np.float32)          # multiplier 2
+TW = RNG.standard_normal((3, 3, 5, 3)).astype(np.float32)           # HW out in
+W3 = RNG.standard_normal((2, 3, 2, 3, 4)).astype(np.float32)
+QUANTIZED = ["float", "dynamic", "int8"]
 
 
 @tf.function
@@ -18,6 +35,93 @@ def conv_relu6_mean(x):
     return tf.reduce_mean(tf.nn.relu6(y), axis=[1, 2])
 
 
-@pytest.mark.parametrize("mode", ["float"])
+@tf.function
+def conv_bias_relu(x):
+    return tf.nn.relu(tf.nn.conv2d(x, W, 1, "SAME") + B)
+
+
+@tf.function
+def conv_valid_strided(x):
+    return tf.nn.conv2d(x, W_RECT, [1, 2, 1, 1], "VALID")
+
+
+@tf.function
+def conv_dilated(x):
+    return tf.nn.conv2d(x, W, 1, "SAME", dilations=2) + B
+
+
+@tf.function
+def conv_same_stride2(x):
+    return tf.nn.conv2d(x, W_RECT, 2, "SAME")
+
+
+@tf.function
+def depthwise_m1(x):
+    return tf.nn.relu6(tf.nn.depthwise_conv2d(x, DW1, [1, 1, 1, 1], "SAME") + 0.25)
+
+
+@tf.function
+def depthwise_m2_strided(x):
+    return tf.nn.depthwise_conv2d(x, DW2, [1, 2, 2, 1], "VALID")
+
+
+@tf.function
+def depthwise_dilated(x):
+    return tf.nn.depthwise_conv2d(x, DW1, [1, 1, 1, 1], "SAME", dilations=[2, 2])
+
+
+@tf.function
+def transpose_conv_same(x):
+    size = tf.stack([tf.shape(x)[0], 10, 10, 5])
+    return tf.nn.conv2d_transpose(x, TW, size, 2, "SAME")
+
+
+@tf.function
+def transpose_conv_valid_bias(x):
+    size = tf.stack([tf.shape(x)[0], 7, 7, 5])
+    return tf.nn.relu(tf.nn.conv2d_transpose(x, TW, size, 1, "VALID") + np.arange(5, dtype=np.float32))
+
+
+@tf.function
+def conv_3d(x):
+    return tf.nn.conv3d(x, W3, [1, 1, 2, 1, 1], "SAME") + 1.0
+
+
+@pytest.mark.parametrize("mode", QUANTIZED)
 def test_conv_2d(tmp_path, mode):
     check_tflite(tmp_path, conv_relu6_mean, [spec([None, 8, 8, 3])], mode=mode)
+
+
+@pytest.mark.parametrize("mode", QUANTIZED)
+def test_conv_2d_bias_relu(tmp_path, mode):
+    check_tflite(tmp_path, conv_bias_relu, [spec([None, 6, 5, 3])], mode=mode)
+
+
+@pytest.mark.parametrize("fn", [conv_valid_strided, conv_dilated, conv_same_stride2],
+                         ids=lambda f: f.__name__)
+def test_conv_2d_geometry(tmp_path, fn):
+    check_tflite(tmp_path, fn, [spec([None, 9, 8, 3])])
+
+
+@pytest.mark.parametrize("mode", QUANTIZED)
+def test_depthwise(tmp_path, mode):
+    check_tflite(tmp_path, depthwise_m1, [spec([None, 7, 6, 3])], mode=mode)
+
+
+@pytest.mark.parametrize("mode", QUANTIZED)
+def test_depthwise_multiplier(tmp_path, mode):
+    check_tflite(tmp_path, depthwise_m2_strided, [spec([None, 7, 6, 3])], mode=mode)
+
+
+def test_depthwise_dilated(tmp_path):
+    check_tflite(tmp_path, depthwise_dilated, [spec([None, 8, 8, 3])])
+
+
+@pytest.mark.parametrize("fn", [transpose_conv_same, transpose_conv_valid_bias],
+                         ids=lambda f: f.__name__)
+def test_transpose_conv(tmp_path, fn):
+    check_tflite(tmp_path, fn, [spec([None, 5, 5, 3])])
+
+
+def test_conv_3d(tmp_path):
+    check_tflite(tmp_path, conv_3d, [spec([None, 4, 5, 4, 3])])
