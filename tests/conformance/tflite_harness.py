@@ -137,10 +137,12 @@ def check_tflite(tmp_path, fn: Callable, specs: Sequence, *, mode: str = "float"
                  io: str = "float", feeds: Optional[Sequence[Sequence[np.ndarray]]] = None,
                  batches: Sequence[int] = (1, 3), steps: float = 1, atol: Optional[float] = None,
                  rtol: Optional[float] = None, select_tf: bool = False, low=-2.0, high=2.0,
-                 name: Optional[str] = None, session=None) -> Outcome:
+                 name: Optional[str] = None, session=None, opset: Optional[int] = None) -> Outcome:
     """Convert `fn` to TFLite in `mode`, then through tf2ir; run both on `feeds` (default: one
     draw per batch size in `batches` for specs with an unknown first dim, else one) and
-    compare every output. Returns (and records) the outcome."""
+    compare every output (an int8/uint8 input gets the float draw quantized with its scale).
+    `opset`: the ONNX opset tf2ir writes (default: its own choice). Returns (and records) the
+    outcome."""
     from tests.conformance.tflite_harness_run import compare_runs
     data = to_tflite(fn, specs, mode, io, select_tf, low=low, high=high)
     case = name or getattr(fn, "__name__", "case")
@@ -148,7 +150,7 @@ def check_tflite(tmp_path, fn: Callable, specs: Sequence, *, mode: str = "float"
     with open(path, "wb") as f:
         f.write(data)
     onnx_path = path[:-len(".tflite")] + ".onnx"
-    convert_tflite(path, onnx_path)
+    convert_tflite(path, onnx_path, opset)
     if feeds is None:
         rng = np.random.default_rng(SEED + 1)
         dynamic = any(s.shape.rank and s.shape.as_list()[0] is None for s in specs)

@@ -8,6 +8,26 @@ from typing import Sequence
 import numpy as np
 
 
+def quantized_feeds(path: str, feed: Sequence[np.ndarray]) -> list:
+    """`feed` (float draws, one per model input) as the model's inputs take them: a float
+    array for a quantized integer input (io "int8"/"uint8") quantized with that input's scale
+    and zero point, as TFLite's QUANTIZE rounds (half away from zero) and saturated."""
+    from tf2ir.parser.tflite_model import read_tflite
+    sg = read_tflite(path).subgraphs[0]
+    out = []
+    for index, x in zip(sg.inputs, feed):
+        t = sg.tensors[index]
+        x = np.asarray(x)
+        if x.dtype.kind == "f" and t.dtype in ("int8", "uint8", "int16") and t.quantization:
+            q = t.quantization
+            scaled = x.astype(np.float32) / np.float32(q.scale[0])
+            steps = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+            info = np.iinfo(np.dtype(t.dtype))
+            x = np.clip(steps + int(q.zero_point[0]), info.min, info.max).astype(t.dtype)
+        out.append(x)
+    return out
+
+
 def compare_runs(path: str, onnx_path: str, feeds, mode: str, steps: float, atol, rtol, case: str,
                  session=None):
     from tests.conformance.tflite_harness import TOLERANCES, Outcome, output_scales
@@ -19,7 +39,7 @@ def compare_runs(path: str, onnx_path: str, feeds, mode: str, steps: float, atol
     quantized = mode in ("int8", "int16")
     exact, worst = True, 0.0
     for feed in feeds:
-        values = dict(zip(names, feed))
+        values = dict(zip(names, quantized_feeds(path, feed)))
         want = run_tflite(path, values, interpreter=load_interpreter(path))
         got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, values)))
         assert set(got) == set(want), f"{case}: outputs {sorted(got)} vs the interpreter's {sorted(want)}"
