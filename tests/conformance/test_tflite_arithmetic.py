@@ -134,3 +134,24 @@ def test_integer_arithmetic(tmp_path):
                        tf.pow(a, b))
     run_case(tmp_path, "integer_arithmetic", fn, [spec([None, 3], "int32")] * 2,
              ["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "POW"])
+
+
+GAMMA = np.array([1.5, 0.5, -1.0, 2.0], np.float32)
+BETA = np.array([0.1, -0.2, 0.0, 0.3], np.float32)
+
+
+def layer_norm_attention(x):
+    """Keras LayerNormalization and a dot-product attention score as TF's converter emits
+    them for a BERT-style encoder: MEAN, SQUARED_DIFFERENCE, RSQRT, MUL, SUB, ADD, NEG,
+    BATCH_MATMUL."""
+    mean = tf.reduce_mean(x, -1, keepdims=True)
+    var = tf.reduce_mean(tf.math.squared_difference(x, mean), -1, keepdims=True)
+    y = (x - mean) * tf.math.rsqrt(var + 1e-3) * GAMMA + BETA
+    return tf.matmul(y, y, transpose_b=True) * 0.5, -y
+
+
+@pytest.mark.parametrize("mode", QUANTIZED)
+def test_layer_norm_attention(tmp_path, mode):
+    expect = ["MEAN", "SQUARED_DIFFERENCE", "RSQRT", "MUL", "BATCH_MATMUL"]
+    run_case(tmp_path, "layer_norm_attention", layer_norm_attention, [spec([None, 3, 4])],
+             expect, mode)
