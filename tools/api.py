@@ -1,8 +1,8 @@
 """tf2ir's Python API: `convert`, `check` and `verify`, the functions behind `tf2ir convert`,
 `tf2ir check` and `tf2ir verify`, taking what the commands take (a model path) and also what
-only Python holds: a GraphDef object or its bytes, a keras.Model, a tf.function, a
-ConcreteFunction or a tf.Module. Keyword options mirror the command line's flags; errors are
-`tf2ir.ConversionError` subclasses carrying the command's exit status.
+only Python holds: a GraphDef object or its bytes, a .tflite model's bytes, a keras.Model, a
+tf.function, a ConcreteFunction or a tf.Module. Keyword options mirror the command line's
+flags; errors are `tf2ir.ConversionError` subclasses carrying the command's exit status.
 
     import tf2ir
     result = tf2ir.convert("tests/data/sample_cnn.pb", opset=17)
@@ -40,18 +40,19 @@ def convert(source: Any, *, inputs: InputShapes = None, outputs: Names = None,
             max_tensor_bytes: Optional[int] = None, quiet: bool = False) -> ConversionResult:
     """Convert a TensorFlow model to ONNX, in memory; `result.save(path)` writes it.
 
-    `source`: a model path (frozen .pb/.pbtxt, SavedModel directory, Keras .keras/.h5), a
-    GraphDef (TensorFlow's or tf2ir's message class) or its serialized bytes, or a
-    keras.Model, tf.function, ConcreteFunction or tf.Module (frozen by TensorFlow;
-    `input_signature` gives the input specs an object does not know). The options are the
-    command line's: `inputs` {name: shape} (None, -1 or "?" for unknown) or "NAME:D1,D2"
-    strings; `outputs` tensor names; `fusion`/`passes` "on:NAME,off:NAME" words; `fallback`
-    "tf"; `signature`/`tags` of a SavedModel; `plugins` a PluginManager or plugin files or
-    directories; `opset`, `inputs_as_nchw`, `outputs_as_nchw`, `rename_inputs` {old: new},
-    `rename_outputs`, `precision`, `weights`, `io_precision`, `quantized` shape the written
-    model (ir/export.py). Plugin override notes and lowering warnings are printed unless
-    `quiet`, and kept in `result.report`. Errors raise `tf2ir.ConversionError` (subclasses
-    `UsageError`, `UnsupportedOpsError`)."""
+    `source`: a model path (frozen .pb/.pbtxt, SavedModel directory, Keras .keras/.h5,
+    TFLite .tflite), a GraphDef (TensorFlow's or tf2ir's message class) or its serialized
+    bytes, a .tflite model's bytes, or a keras.Model, tf.function, ConcreteFunction or
+    tf.Module (frozen by TensorFlow; `input_signature` gives the input specs an object does
+    not know). The options are the command line's: `inputs` {name: shape} (None, -1 or "?"
+    for unknown) or "NAME:D1,D2" strings; `outputs` tensor names; `fusion`/`passes`
+    "on:NAME,off:NAME" words; `fallback` "tf"; `signature`/`tags` of a SavedModel
+    (`signature`: a .tflite's SignatureDef too); `plugins` a PluginManager or plugin files
+    or directories; `opset`, `inputs_as_nchw`, `outputs_as_nchw`, `rename_inputs` {old:
+    new}, `rename_outputs`, `precision`, `weights`, `io_precision`, `quantized` shape the
+    written model (ir/export.py). Plugin override notes and lowering warnings are printed
+    unless `quiet`, and kept in `result.report`. Errors raise `tf2ir.ConversionError`
+    (subclasses `UsageError`, `UnsupportedOpsError`)."""
     pipeline = make_pipeline(
         plugins, inputs=inputs, outputs=outputs, fusion=fusion, passes=passes,
         fallback=fallback, signature=signature, tags=tags, opset=opset,

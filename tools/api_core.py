@@ -160,15 +160,20 @@ def _is_graph_def(obj: Any) -> bool:
 
 def resolve_source(source: Any, *, input_signature: Any = None,
                    signature: Optional[str] = None) -> Source:
-    """A path (every kind `tf2ir convert` takes), a GraphDef object or its bytes, or an
-    in-memory TensorFlow object (keras.Model, tf.function, ConcreteFunction, tf.Module),
+    """A path (every kind `tf2ir convert` takes), a GraphDef object or its bytes, a .tflite
+    model's bytes (its TFL3 identifier tells them apart), or an in-memory TensorFlow object (keras.Model, tf.function, ConcreteFunction, tf.Module),
     frozen by parser/in_memory.py."""
     if isinstance(source, (str, os.PathLike)):
         return Source(label=os.fspath(source), path=os.fspath(source))
     from tf2ir.parser.load import checked_graph_def, parse_graph_def
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Source("<GraphDef bytes>", graph_def=parse_graph_def(bytes(source),
-                                                                     "<GraphDef bytes>"))
+        data = bytes(source)
+        if data[4:8] == b"TFL3":   # a .tflite's bytes: the flatbuffer identifier
+            from tf2ir.parser.tflite_model import parse_tflite
+            from tf2ir.parser.tflite_view import tflite_view_of
+            view = tflite_view_of(parse_tflite(data, "<TFLite bytes>"), signature)
+            return Source("<TFLite bytes>", graph_def=view)
+        return Source("<GraphDef bytes>", graph_def=parse_graph_def(data, "<GraphDef bytes>"))
     if _is_graph_def(source):
         from tf2ir.parser.graph_view import graph_def_class
         if isinstance(source, graph_def_class()):

@@ -31,8 +31,8 @@ EXIT_MISMATCH = ExitStatus.MISMATCH
 STATUSES = ("ok", "skipped", "failed", "unsupported", "mismatch")
 FAILURES = ("failed", "unsupported", "mismatch")
 
-EPILOG = """INPUT is a directory (every .pb/.pbtxt in it, sorted by name) or a manifest file
-(.json; .yaml/.yml when PyYAML is installed): a list of models, or {"models": [...]}, each
+EPILOG = """INPUT is a directory (every .pb/.pbtxt/.tflite in it, sorted by name) or a
+manifest file (.json; .yaml/.yml when PyYAML is installed): a list of models, or {"models": [...]}, each
 a path string or {"path": "a.pb", "inputs": ["input:1,224,224,3"], "outputs": ["logits:0"],
 "fusion": ["off:gelu"], "output": "a.onnx"}; paths are relative to the manifest. --inputs,
 --outputs and --fusion are the defaults for models that do not set their own.
@@ -71,7 +71,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Convert every model of a directory or a manifest to ONNX in parallel "
                     "worker processes; one model's failure never stops the others.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("input", help="directory of .pb/.pbtxt files, or a manifest (.json, .yaml)")
+    parser.add_argument("input", help="directory of .pb/.pbtxt/.tflite files, or a manifest "
+                                      "(.json, .yaml)")
     parser.add_argument("-o", "--out-dir", required=True, help="directory for the .onnx files")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="worker processes (default: the number of CPUs)")
@@ -206,7 +207,8 @@ def run(args) -> int:
     if os.path.isdir(args.input):
         jobs = jobs_from_directory(args.input, args.out_dir, defaults)
         if not jobs:
-            raise ConversionError("no .pb or .pbtxt models in this directory", model=args.input,
+            raise ConversionError("no .pb or .pbtxt or .tflite models in this directory",
+                                  model=args.input,
                                   exit_code=EXIT_USAGE)
     elif os.path.isfile(args.input):
         manifest = args.input

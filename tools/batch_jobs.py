@@ -11,7 +11,7 @@ from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.export import ExportOptions
 
 EXIT_USAGE = ExitStatus.USAGE
-MODEL_SUFFIXES = (".pb", ".pbtxt")
+MODEL_SUFFIXES = (".pb", ".pbtxt", ".tflite")
 SIDECAR_SUFFIX = ".tf2ir.json"
 
 

@@ -31,13 +31,14 @@ from dataclasses import asdict
 from typing import Dict, List
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.plugins.registry import TENSORFLOW
 # The report's types and text, and the errors the dry run meets, importable from here too.
 from tf2ir.tools.check_problems import (  # noqa: F401
     _add_body_unsupported, _chain, _failed, _function_rows, _internal, _kind, _lowering_problems,
     _problem, _walk_problems)
 from tf2ir.tools.check_report import (  # noqa: F401
     CONVERTER_OPS, OpTypeSupport, Problem, SegmentInfo, SupportReport, _op_type_row, _place,
-    _status_text, format_report)
+    _status_text, format_report, node_frameworks)
 from tf2ir.tools.options import (
     EPILOG, MODEL_HELP, add_common, add_fallback_option, add_fusion_option, add_model_source,
     add_opset_option, add_pass_options, add_shape_options, pipeline_from_args,
@@ -91,11 +92,12 @@ def support_report(pipeline, graph_def, model: str, outputs=None,
         for name in segment.nodes:
             in_segments.setdefault(segment.op_type_of[name], []).append(name)
     # Before fusion: the nodes of the unfused graph the same outputs need.
-    before_graph = TfGraph(graph_def, model)
-    _inline_for_report(pipeline, before_graph)
+    before_graph = _unfused_graph(pipeline, graph_def, model)
     before_kept = before_graph.upstream(sorted({n for n, _ in front.outputs if n in before_graph},
                                                key=list(before_graph.nodes).index))
     before = _by_type(before_graph, before_kept)
+    frameworks = {**node_frameworks(front.tf_graph, front.kept),
+                  **node_frameworks(before_graph, before_kept)}
     fused_types: Dict[str, set] = {}   # op type → the passes that absorbed or made its nodes
     for name in front.kept:
         node = front.tf_graph[name]
@@ -108,9 +110,10 @@ def support_report(pipeline, graph_def, model: str, outputs=None,
     for op_type in sorted(set(before) | set(after)):
         names = before.get(op_type) or after[op_type]
         left = after.get(op_type, [])
+        framework = frameworks.get(op_type, TENSORFLOW)
         row = OpTypeSupport(op_type, len(names), "mapped", example=names[0],
-                            fused_by=sorted(fused_types.get(op_type, ())))
-        reg = manager.lookup(op_type)
+                            fused_by=sorted(fused_types.get(op_type, ())), framework=framework)
+        reg = manager.lookup(op_type, framework)
         if reg is not None:
             row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
         elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
@@ -124,19 +127,34 @@ def support_report(pipeline, graph_def, model: str, outputs=None,
             unsupported.append(row)
         rows.append(row)
     kept = set(before_kept)
-    pruned = _by_type(before_graph, [n for n in before_graph.nodes if n not in kept])
-    pruned_rows = [OpTypeSupport(op_type, len(names), "pruned", example=names[0])
+    pruned_names = [n for n in before_graph.nodes if n not in kept]
+    pruned = _by_type(before_graph, pruned_names)
+    pruned_frameworks = node_frameworks(before_graph, pruned_names)
+    pruned_rows = [OpTypeSupport(op_type, len(names), "pruned", example=names[0],
+                                 framework=pruned_frameworks[op_type])
                    for op_type, names in sorted(pruned.items())
-                   if manager.lookup(op_type) is None and op_type not in CONVERTER_OPS
-                   and op_type not in PASSTHROUGH]
+                   if manager.lookup(op_type, pruned_frameworks[op_type]) is None
+                   and op_type not in CONVERTER_OPS and op_type not in PASSTHROUGH]
     total = len(front.kept) - len(front.segments) + sum(len(s.nodes) for s in front.segments)
     segments = [SegmentInfo(s.name, len(s.nodes), s.op_types_counts(), len(s.nodes) / total,
                             len(s.inputs), len(s.outputs)) for s in front.segments]
     report = SupportReport(model, sum(len(v) for v in before.values()), not unsupported,
-                           rows, unsupported, front.fusions, pruned_rows, segments)
+                           rows, unsupported, front.fusions, pruned_rows, segments,
+                           framework=getattr(front.tf_graph, "framework", TENSORFLOW))
     if dry_run:
         _dry_run(pipeline, front, model, report)
     return report
+
+
+def _unfused_graph(pipeline, graph_def, model: str):
+    """The graph as loaded, before scope fusion (which rewrites the front's view in place):
+    a GraphDef's view with its functions inlined, or a TFLite model's view built again."""
+    from tf2ir.parser.graph_view import TfGraph
+    if isinstance(graph_def, TfGraph):   # a TFLite model's view (parser/tflite_view.py)
+        return type(graph_def)(graph_def.tflite, graph_def.subgraph.index, graph_def.model)
+    tf_graph = TfGraph(graph_def, model)
+    _inline_for_report(pipeline, tf_graph)
+    return tf_graph
 
 
 def _inline_for_report(pipeline, tf_graph) -> None:
@@ -156,11 +174,17 @@ def _front_failed(pipeline, graph_def, model: str, exc: ConversionError) -> Supp
     """The report of a graph whose front half (inlining, fusion, outputs) fails: its op types
     as loaded (every node), and the one error."""
     from tf2ir.parser.graph_view import TfGraph
-    tf_graph = TfGraph(graph_def, model)    # the front built it once: it does not fail here
+    if isinstance(graph_def, TfGraph):   # a TFLite model's view: built again, unfused
+        tf_graph = type(graph_def)(graph_def.tflite, graph_def.subgraph.index, graph_def.model)
+    else:
+        tf_graph = TfGraph(graph_def, model)    # the front built it once: it does not fail here
+    frameworks = node_frameworks(tf_graph, list(tf_graph.nodes))
     rows = []
     for op_type, names in sorted(_by_type(tf_graph, list(tf_graph.nodes)).items()):
-        rows.append(_op_type_row(pipeline.manager, op_type, len(names), names[0]))
-    report = SupportReport(model, len(tf_graph.nodes), False, rows, [], {})
+        rows.append(_op_type_row(pipeline.manager, op_type, len(names), names[0],
+                                 frameworks[op_type]))
+    report = SupportReport(model, len(tf_graph.nodes), False, rows, [], {},
+                           framework=getattr(tf_graph, "framework", TENSORFLOW))
     _failed(report, exc, "front")
     report.errors = [_problem(exc, "front")]
     return report

@@ -9,7 +9,8 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus, escape
-from tf2ir.tools.check_report import OpTypeSupport, Problem, SupportReport, _op_type_row
+from tf2ir.tools.check_report import (
+    OpTypeSupport, Problem, SupportReport, _op_type_row, node_frameworks)
 
 log = logging.getLogger("tf2ir")
 
@@ -153,6 +154,7 @@ def _lowering_problems(graph, model: str) -> List[Problem]:
 def _function_rows(manager, walks) -> List[OpTypeSupport]:
     """The op types of the function bodies mapped (each function once), by type."""
     counts: Dict[str, int] = {}
+    frameworks: Dict[str, str] = {}
     seen = set()
     for walk in walks:
         if not walk.body:
@@ -161,9 +163,11 @@ def _function_rows(manager, walks) -> List[OpTypeSupport]:
         if walk.error is None and name in seen:
             continue
         seen.add(name)
+        frameworks.update(node_frameworks(walk.converter.tf, list(walk.converter.tf.nodes)))
         for op_type, count in walk.converter.report.op_types.items():
             counts[op_type] = counts.get(op_type, 0) + count
     rows = []
     for op_type, count in sorted(counts.items()):
-        rows.append(_op_type_row(manager, op_type, count))
+        rows.append(_op_type_row(manager, op_type, count, framework=frameworks.get(
+            op_type, "TENSORFLOW")))
     return rows

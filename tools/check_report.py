@@ -25,6 +25,7 @@ class OpTypeSupport:
     # outermost first, and the function's name
     within: List[str] = field(default_factory=list)
     function: str = ""
+    framework: str = "TENSORFLOW"    # whose op type: TENSORFLOW, or TFLITE (a .tflite's ops)
 
 
 @dataclass
@@ -65,6 +66,7 @@ class SupportReport:
     errors: List[Problem] = field(default_factory=list)
     stage: str = ""
     function_op_types: List[OpTypeSupport] = field(default_factory=list)
+    framework: str = "TENSORFLOW"    # the model's: TENSORFLOW, or TFLITE for a .tflite
 
 
 @dataclass
@@ -78,11 +80,20 @@ class SegmentInfo:
 
 
 
-def _op_type_row(manager, op_type: str, count: int, example: str = "") -> OpTypeSupport:
+def node_frameworks(tf_graph, names) -> Dict[str, str]:
+    """op type → the framework of the nodes `names` of that type in `tf_graph` (a TFLite
+    view's operators are TFLITE, the TF NodeDefs its Flex ops hold TENSORFLOW)."""
+    nodes = tf_graph.nodes
+    return {nodes[n].op_type: getattr(nodes[n], "framework", "TENSORFLOW")
+            for n in names if n in nodes}
+
+
+def _op_type_row(manager, op_type: str, count: int, example: str = "",
+                 framework: str = "TENSORFLOW") -> OpTypeSupport:
     """One op type's row: the plugin and IR op mapping it, the converter's own, or unsupported."""
     from tf2ir.parser.convert import PASSTHROUGH
-    row = OpTypeSupport(op_type, count, "mapped", example=example)
-    reg = manager.lookup(op_type)
+    row = OpTypeSupport(op_type, count, "mapped", example=example, framework=framework)
+    reg = manager.lookup(op_type, framework)
     if reg is not None:
         row.ir_op_type, row.plugin = reg.ir_type, reg.plugin
     elif op_type in CONVERTER_OPS or op_type in PASSTHROUGH:
@@ -122,11 +133,16 @@ def _place(within: List[str], function: str) -> str:
 def format_report(report: SupportReport) -> str:
     """An aligned table: op type, count, IR op, plugin (or why there is none); then the
     verdict of the dry run and every error it met."""
-    header = ("OP TYPE", "COUNT", "IR OP", "PLUGIN")
+    # a model with another framework's op types (a .tflite) shows each row's framework
+    mixed = any(r.framework != "TENSORFLOW" for r in report.op_types + report.function_op_types)
+    header = ("FRAMEWORK " * mixed + "OP TYPE", "COUNT", "IR OP", "PLUGIN")
+
+    def op(row: OpTypeSupport) -> str:
+        return f"{row.framework:<10}{row.op_type}" if mixed else row.op_type
     table = []
     for row in report.op_types:
-        table.append((row.op_type, str(row.count)) + _status_text(row))
-    body_table = [(row.op_type, str(row.count)) + _status_text(row)
+        table.append((op(row), str(row.count)) + _status_text(row))
+    body_table = [(op(row), str(row.count)) + _status_text(row)
                   for row in report.function_op_types]
     widths = [max(len(r[i]) for r in table + body_table + [header]) for i in range(3)]
 
@@ -136,7 +152,8 @@ def format_report(report: SupportReport) -> str:
     if body_table:
         lines.append("-- in function bodies (If branches, loop bodies, functions):")
         lines += [line(*r) for r in body_table]
-    lines.append(f"{report.tf_nodes} TF nodes, {len(report.op_types)} op types, "
+    kind = "TFLite" if report.framework == "TFLITE" else "TF"
+    lines.append(f"{report.tf_nodes} {kind} nodes, {len(report.op_types)} op types, "
                  f"{len(report.unsupported)} unsupported")
     if report.fusions:
         width = max(len(name) for name in report.fusions)

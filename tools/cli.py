@@ -242,14 +242,19 @@ def cmd_plugins(args) -> int:
     import json
     from tf2ir.ir.errors import ExitStatus
     from tf2ir.tools.options import plugin_manager
+    from tf2ir.plugins.registry import split_mapping_key
     manager = plugin_manager(args)
     rows = []
-    for origin in sorted(manager.registry):
-        reg = manager.registry[origin]
-        overrides = [str(o) for o in manager.overrides if o.origin_type == origin]
-        rows.append({"kind": "op_mapping", "origin_op_type": origin, "ir_op_type": reg.ir_type,
-                     "plugin": reg.plugin, "source": reg.source, "imply_type": reg.imply,
-                     "priority": reg.priority, "overrides": overrides})
+    # the manager keys a mapping by (framework, origin op type): TF's by the op type alone,
+    # TFLite's as "TFLITE:CONV_2D"; listed by framework, then op type
+    for key in sorted(manager.registry, key=lambda k: (split_mapping_key(k)[0] != "TENSORFLOW",
+                                                       split_mapping_key(k))):
+        reg = manager.registry[key]
+        framework, origin = split_mapping_key(key)
+        overrides = [str(o) for o in manager.overrides if o.origin_type == key]
+        rows.append({"kind": "op_mapping", "framework": framework, "origin_op_type": origin,
+                     "ir_op_type": reg.ir_type, "plugin": reg.plugin, "source": reg.source,
+                     "imply_type": reg.imply, "priority": reg.priority, "overrides": overrides})
     from tf2ir.tools.runtime import native_rows
     libraries = native_rows(manager)
     if args.json:
@@ -257,12 +262,17 @@ def cmd_plugins(args) -> int:
         return ExitStatus.OK
     width = max((len(r["origin_op_type"]) for r in rows), default=10)
     ir_width = max((len(r["ir_op_type"]) for r in rows), default=10)
-    print(f"{'ORIGIN OP TYPE':<{width}}  {'IR OP TYPE':<{ir_width}}  {'IMPLY':<7}  PLUGIN")
+    print(f"{'ORIGIN OP TYPE':<{width}}  {'FRAMEWORK':<10}  {'IR OP TYPE':<{ir_width}}  "
+          f"{'IMPLY':<7}  PLUGIN")
     for r in rows:
         note = f"  (overrides: {'; '.join(r['overrides'])})" if r["overrides"] else ""
-        print(f"{r['origin_op_type']:<{width}}  {r['ir_op_type']:<{ir_width}}  "
-              f"{r['imply_type']:<7}  {r['plugin']}{note}")
-    print(f"{len(rows)} origin op types")
+        print(f"{r['origin_op_type']:<{width}}  {r['framework']:<10}  "
+              f"{r['ir_op_type']:<{ir_width}}  {r['imply_type']:<7}  {r['plugin']}{note}")
+    counts = {}
+    for r in rows:
+        counts[r["framework"]] = counts.get(r["framework"], 0) + 1
+    print(f"{len(rows)} origin op types ("
+          + ", ".join(f"{framework} {n}" for framework, n in counts.items()) + ")")
     foreign = sorted(p for p, proto in manager.prototypes.items()
                      if not proto.plugin.startswith("builtin_"))
     print(f"{len(manager.prototypes)} IR op prototypes"

@@ -271,6 +271,10 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
         compare, make_inputs, tensor_comparisons,
     )
     options = options or VerifyOptions()
+    from tf2ir.tools.verify_tflite import node_errors as tflite_node_errors
+    tflite = tflite_node_errors(model_path, onnx_model, report, graph, options, source)
+    if tflite is not None:   # a .tflite: against the LiteRT interpreter
+        return tflite
     tf_graph = _tf_graph(model_path, **(source or {}))
     feeds = make_inputs(onnx_model, options, tf_graph)   # integers the graph can take
     names = [o.name for o in onnx_model.graph.output]

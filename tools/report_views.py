@@ -122,7 +122,7 @@ class GraphViews:
                                  if t[0] in inner_names or t[0] in tf_graph.nodes)
                 continue
             details: Dict[str, Any] = {}
-            reg = manager.lookup(node.op_type)
+            reg = manager.lookup(node.op_type, getattr(node, "framework", "TENSORFLOW"))
             if status == "pruned":
                 details["status"] = "pruned: no output needs it"
             elif node.op_type in PASSTHROUGH:
@@ -222,7 +222,7 @@ class GraphViews:
             tf_node = tf_graph[tf_name] if tf_name is not None else None
             if tf_node is not None and tf_name == node.name:
                 details["origin op type"] = tf_node.op_type
-                reg = manager.lookup(tf_node.op_type)
+                reg = manager.lookup(tf_node.op_type, getattr(tf_node, "framework", "TENSORFLOW"))
                 plugin = provenance.get(node.name) or (reg.plugin if reg else "")
                 if reg is not None:
                     details["plugin"] = f"{plugin} (priority {reg.priority}, {reg.imply})"

@@ -5,12 +5,36 @@ Inputs and outputs are keyed by their TFLite tensor names, which the converted m
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import warnings
 from typing import Dict, Optional, Sequence
 
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    """The interpreter's C++ notices ("INFO: Created TensorFlow Lite XNNPACK delegate") go to
+    the process's stderr, past Python: silenced (fd 2 on /dev/null) while it allocates, so a
+    command's stderr stays its own lines."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):   # no fd 2 (an embedding host)
+        yield
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def interpreter_class():
@@ -58,7 +82,8 @@ def run_tflite(path: str, feeds: Dict[str, np.ndarray],
             raise ConversionError(f"'{name}' is not an input of the TFLite model", model=path)
         if tuple(details[name]["shape"]) != tuple(np.shape(value)):
             it.resize_tensor_input(details[name]["index"], list(np.shape(value)))
-    it.allocate_tensors()
+    with quiet_stderr():
+        it.allocate_tensors()
     for name, value in feeds.items():
         it.set_tensor(details[name]["index"], np.asarray(value, dtype=details[name]["dtype"]))
     it.invoke()
@@ -76,7 +101,8 @@ def run_signature(path: str, key: str, feeds: Dict[str, np.ndarray], inputs: Dic
     """Outputs of signature `key` of the .tflite at `path` (a subgraph other than the first):
     `feeds` by tensor name; `inputs`/`outputs` map the signature's names to tensor names."""
     it = interpreter or load_interpreter(path)
-    runner = it.get_signature_runner(key)
     by_tensor = {tensor: name for name, tensor in inputs.items()}
-    results = runner(**{by_tensor.get(name, name): value for name, value in feeds.items()})
+    with quiet_stderr():
+        runner = it.get_signature_runner(key)
+        results = runner(**{by_tensor.get(name, name): value for name, value in feeds.items()})
     return {outputs.get(name, name): np.array(value) for name, value in results.items()}

@@ -186,6 +186,10 @@ def verify_model(model_path: str, model, report=None, options: Optional[VerifyOp
         prototypes = prototypes_of(graph)
     options = options or VerifyOptions()
     progress = progress or PhaseLine(False)
+    from tf2ir.tools.verify_tflite import tflite_of, verify_tflite
+    tflite = tflite_of(model_path, graph_def)
+    if tflite is not None:   # a .tflite: the LiteRT interpreter is the reference
+        return verify_tflite(*tflite, model, options, source, progress, prototypes, report)
     tf_graph = (_tf_graph(model_path, **(source or {})) if graph_def is None
                 else tf_graph_of(graph_def, model_path))
     feeds = make_inputs(model, options, tf_graph)   # integers within what the graph takes
