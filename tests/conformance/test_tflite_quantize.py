@@ -82,6 +82,10 @@ def test_onnxruntime_runs_int8_kernels(tmp_path, case, io, kernels):
                    and n.input[0] in initializers
                    and initializers[n.input[0]].data_type == onnx.TensorProto.INT8]
         assert weights, [n.op_type for n in model.graph.node]
+    producers = {o: n.op_type for n in model.graph.node for o in n.output}
+    for node in model.graph.node:      # DequantizeLinear feeds the op itself (qdq_hoist: the
+        if node.op_type in ("Conv", "Gemm"):    # layout's Transpose above it)
+            assert [producers.get(i) for i in node.input] == ["DequantizeLinear"] * len(node.input)
     ops = _optimized_ops(onnx_path, tmp_path)
     assert kernels & set(ops), ops
     assert "Conv" not in ops and "Gemm" not in ops, ops
