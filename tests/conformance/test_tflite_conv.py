@@ -24,9 +24,23 @@ W_RECT = RNG.standard_normal((2, 3, 3, 5)).astype(np.float32)      # kh != kw, i
 B = RNG.standard_normal(4).astype(np.float32)
 DW1 = RNG.standard_normal((3, 3, 3, 1)).astype(np.float32)
 DW2 = RNG.standard_normal((3, 2, 3, 2)).astype(np.float32)          # multiplier 2
+# Dynamic-range quantization leaves weights under 1,024 elements float: these have more.
+W_BIG = RNG.standard_normal((3, 3, 8, 16)).astype(np.float32)
+B_BIG = RNG.standard_normal(16).astype(np.float32)
+DW_BIG = RNG.standard_normal((3, 3, 128, 1)).astype(np.float32)
+DW2_BIG = RNG.standard_normal((3, 2, 96, 2)).astype(np.float32)
 TW = RNG.standard_normal((3, 3, 5, 3)).astype(np.float32)           # HW out in
 W3 = RNG.standard_normal((2, 3, 2, 3, 4)).astype(np.float32)
 QUANTIZED = ["float", "dynamic", "int8"]
+# TFLite's hybrid (dynamic-range) kernels quantize the input to int8 per batch at run time;
+# tf2ir computes in float with the dequantized weights (the view's one float mapping), so the
+# outputs differ by the input's quantization error: about 1% of the output's range here. A
+# wrong layout is off by whole units.
+HYBRID = {"atol": 0.15, "rtol": 0.02}
+
+
+def tolerance(mode):
+    return HYBRID if mode == "dynamic" else {}
 
 
 @tf.function
@@ -37,7 +51,7 @@ def conv_relu6_mean(x):
 
 @tf.function
 def conv_bias_relu(x):
-    return tf.nn.relu(tf.nn.conv2d(x, W, 1, "SAME") + B)
+    return tf.nn.relu(tf.nn.conv2d(x, W_BIG, 1, "SAME") + B_BIG)
 
 
 @tf.function
@@ -57,12 +71,12 @@ def conv_same_stride2(x):
 
 @tf.function
 def depthwise_m1(x):
-    return tf.nn.relu6(tf.nn.depthwise_conv2d(x, DW1, [1, 1, 1, 1], "SAME") + 0.25)
+    return tf.nn.relu6(tf.nn.depthwise_conv2d(x, DW_BIG, [1, 1, 1, 1], "SAME") + 0.25)
 
 
 @tf.function
 def depthwise_m2_strided(x):
-    return tf.nn.depthwise_conv2d(x, DW2, [1, 2, 2, 1], "VALID")
+    return tf.nn.depthwise_conv2d(x, DW2_BIG, [1, 2, 2, 1], "VALID")
 
 
 @tf.function
@@ -94,7 +108,7 @@ def test_conv_2d(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", QUANTIZED)
 def test_conv_2d_bias_relu(tmp_path, mode):
-    check_tflite(tmp_path, conv_bias_relu, [spec([None, 6, 5, 3])], mode=mode)
+    check_tflite(tmp_path, conv_bias_relu, [spec([None, 6, 5, 8])], mode=mode, **tolerance(mode))
 
 
 @pytest.mark.parametrize("fn", [conv_valid_strided, conv_dilated, conv_same_stride2],
@@ -105,12 +119,12 @@ def test_conv_2d_geometry(tmp_path, fn):
 
 @pytest.mark.parametrize("mode", QUANTIZED)
 def test_depthwise(tmp_path, mode):
-    check_tflite(tmp_path, depthwise_m1, [spec([None, 7, 6, 3])], mode=mode)
+    check_tflite(tmp_path, depthwise_m1, [spec([None, 5, 4, 128])], mode=mode, **tolerance(mode))
 
 
 @pytest.mark.parametrize("mode", QUANTIZED)
 def test_depthwise_multiplier(tmp_path, mode):
-    check_tflite(tmp_path, depthwise_m2_strided, [spec([None, 7, 6, 3])], mode=mode)
+    check_tflite(tmp_path, depthwise_m2_strided, [spec([None, 7, 6, 96])], mode=mode, **tolerance(mode))
 
 
 def test_depthwise_dilated(tmp_path):

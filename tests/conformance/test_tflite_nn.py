@@ -40,10 +40,19 @@ TFLITE_TESTED = {
 }
 
 RNG = np.random.default_rng(5)
-FW = RNG.standard_normal((12, 5)).astype(np.float32)
-FB = RNG.standard_normal(5).astype(np.float32)
-FW3 = RNG.standard_normal((3, 5)).astype(np.float32)
+# Dynamic-range quantization leaves weights under 1,024 elements float: these have more.
+FW = RNG.standard_normal((64, 17)).astype(np.float32)
+FB = RNG.standard_normal(17).astype(np.float32)
+FW3 = RNG.standard_normal((48, 24)).astype(np.float32)
 MODES = ["float", "dynamic", "int8"]
+# TFLite's hybrid (dynamic-range) FULLY_CONNECTED quantizes its input to int8 per row at run
+# time; tf2ir computes in float with the dequantized weights (the view's one float mapping),
+# so the outputs differ by the input's quantization error (about 1% of their range here).
+HYBRID = {"atol": 0.15, "rtol": 0.02}
+
+
+def tolerance(mode):
+    return HYBRID if mode == "dynamic" else {}
 OP = tflite.BuiltinOperator
 
 
@@ -117,19 +126,19 @@ def fc_rank3(x):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fully_connected(tmp_path, mode):
-    check_tflite(tmp_path, fc_bias_relu, [spec([None, 12])], mode=mode)
+    check_tflite(tmp_path, fc_bias_relu, [spec([None, 64])], mode=mode, **tolerance(mode))
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fully_connected_keep_num_dims(tmp_path, mode):
-    check_tflite(tmp_path, fc_rank3, [spec([None, 4, 3])], mode=mode)
+    check_tflite(tmp_path, fc_rank3, [spec([None, 4, 48])], mode=mode, **tolerance(mode))
 
 
 def test_fully_connected_flattens(tmp_path):
-    """keep_num_dims false: TFLite flattens the [b, 4, 3] input to [b * 4, 3] rows."""
+    """keep_num_dims false: TFLite flattens the [b, 4, 48] input to [b * 4, 48] rows."""
     def patch(data):     # FullyConnectedOptions.keep_num_dims: field 2
         return with_option(data, OP.FULLY_CONNECTED, 8, "<B", 0)
-    check_patched(tmp_path, fc_rank3, [spec([None, 4, 3])], patch, "fc_flatten")
+    check_patched(tmp_path, fc_rank3, [spec([None, 4, 48])], patch, "fc_flatten")
 
 
 # -- SOFTMAX, LOG_SOFTMAX --------------------------------------------------------------------------
