@@ -50,7 +50,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "check", help="a dry run of convert: supported op types and every error convert "
                       "would meet, nothing written",
         description="A dry run of convert (mapping, function bodies, lowering, passes, "
-                    "onnx.checker; nothing is written). List every TF op type of MODEL with "
+                    "onnx.checker; nothing is written). List every op type of MODEL (TF's, "
+                    "or a .tflite's, framework TFLITE) with "
                     "its count and the plugin (and IR op) that maps it, the unsupported op "
                     "types with an example node each, the scope fusions that apply, and every "
                     "error convert would meet. Exit with convert's status: 0 when it converts, "

@@ -54,9 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     convert = sub.add_parser(
         "convert", help="convert a TF model (frozen .pb/.pbtxt, SavedModel directory, Keras "
-                        ".keras/.h5) to ONNX or to IR",
+                        ".keras/.h5) or a TFLite .tflite model to ONNX or to IR",
         description="Convert a TensorFlow model (a frozen GraphDef, .pb binary or .pbtxt text; "
-                    "a SavedModel directory; a Keras .keras/.h5 file) into an ONNX model "
+                    "a SavedModel directory; a Keras .keras/.h5 file) or a TFLite .tflite "
+                    "model into an ONNX model "
                     "(default) or into tf2ir's text IR with a weights file.",
         epilog=lambda: passes_epilog() + EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("model", help=MODEL_HELP)
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_pass_options(convert)
     add_export_options(convert)
     convert.add_argument("--verify", action="store_true",
-                         help="run TensorFlow and onnxruntime on random inputs (or "
+                         help="run TensorFlow (the LiteRT interpreter for a .tflite) and "
+                              "onnxruntime on random inputs (or "
                               "--inputs-data) and compare (exit 4 on a mismatch; the output "
                               "file is kept)")
     from tf2ir.tools.verify import add_options as add_verify_options
@@ -90,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(compile_)
 
     plugins = sub.add_parser("plugins", help="list the registered op mapping plugins",
-                             description="List every origin TF op type with the IR op type and "
+                             description="List every origin op type (TF, and TFLite's as "
+                                         "framework TFLITE) with the IR op type and "
                                          "plugin that maps it, and each plugin's native kernel "
                                          "libraries (domain, ops, file or why not built).")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")

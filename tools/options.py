@@ -13,7 +13,8 @@ DEFAULT_RTOL = 1e-3   # verify's tolerances (tools/verify.py), given by --rtol a
 DEFAULT_ATOL = 1e-4
 EPILOG = "exit status:\n" + "\n".join(f"  {int(code):<3} {text}"
                                       for code, text in EXIT_STATUS_TEXT.items()) + "\n"
-MODEL_HELP = "frozen GraphDef (.pb, .pbtxt), SavedModel directory, or Keras .keras/.h5 file"
+MODEL_HELP = ("frozen GraphDef (.pb, .pbtxt), SavedModel directory, Keras .keras/.h5 file, "
+              "or TFLite .tflite model")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

@@ -63,9 +63,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     verify = subparsers.add_parser(
-        "verify", help="convert a TF model and compare onnxruntime with TensorFlow",
-        description="Convert a TensorFlow model (frozen GraphDef, SavedModel or Keras file) "
-                    "to ONNX, run both TensorFlow and "
+        "verify", help="convert a TF model and compare onnxruntime with TensorFlow (a "
+                       ".tflite: with the LiteRT interpreter)",
+        description="Convert a TensorFlow model (frozen GraphDef, SavedModel or Keras file; "
+                    "or a TFLite .tflite model, whose reference is the LiteRT interpreter, "
+                    "quantized outputs within one quantization step) to ONNX, run both "
+                    "TensorFlow and "
                     "onnxruntime on the same inputs and compare every output. On a mismatch, "
                     "the first TF node whose converted tensor diverges is named, with its op "
                     "type and plugin. Exit 0 on a match, 4 on a mismatch.",
