@@ -270,6 +270,9 @@ class Pipeline:
         if self.options.fallback != "tf":
             raise ConversionError(f"unknown fallback {self.options.fallback!r} (only 'tf')",
                                   exit_code=ExitStatus.USAGE)
+        if tf_graph.framework != TENSORFLOW:   # TensorFlow cannot run a TFLite operator
+            raise ConversionError("--fallback tf takes TensorFlow models; a TFLite model's "
+                                  "operators are not TF ops", exit_code=ExitStatus.USAGE)
 
         def supported(node) -> bool:
             return node.op_type in CONVERTER_OPS or lookup(self.manager, node) is not None

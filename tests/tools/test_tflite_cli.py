@@ -301,3 +301,12 @@ def test_plugins_show_the_framework(capfd):
     assert lines[0].split()[:4] == ["ORIGIN", "OP", "TYPE", "FRAMEWORK"]
     assert any(line.split()[:2] == ["CONV_2D", "TFLITE"] for line in lines)
     assert not any(line.startswith("TFLITE:") for line in lines)
+
+
+def test_fallback_tf_is_refused_for_tflite(capfd, models, tmp_path):
+    """TensorFlow cannot run TFLite operators: a usage error, not an internal one."""
+    for command in (["convert", models["custom"], "-o", tmp_path / "m.onnx"], ["check", models["custom"]]):
+        status, _, err = cli(capfd, *command, "--fallback", "tf")
+        assert status == 2, err
+        one_error(err, "--fallback tf takes TensorFlow models")
+    assert not list(tmp_path.iterdir())
