@@ -63,30 +63,42 @@ BUILD_TIMEOUT = 1800.0
 PEER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite_zoo_peer.py")
 
 
-def ensure_built(name: str, model_dir: str, flavours: List[str], quick: bool,
-                 timeout: float) -> dict:
-    """The model's sidecar (tools/tflite_zoo_models.py), built in a child process unless
-    the cache holds every flavour asked for; {"error": line} when the build fails."""
-    sidecar = os.path.join(model_dir, stem(name, quick) + ".json")
-    if os.path.exists(sidecar):
-        with open(sidecar) as f:
-            info = json.load(f)
-        have = info.get("flavours", {})
-        if info.get("version") == BUILD_VERSION and all(
-                fl in have and ("error" in have[fl] or os.path.exists(have[fl].get("path", "")))
-                for fl in flavours):
-            return info
-    cmd = [sys.executable, "-m", "tf2ir.tools.tflite_zoo_models", name, "-o", model_dir,
-           "--flavours", ",".join(flavours)] + (["--quick"] if quick else [])
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"building took over {timeout:.0f} s"}
-    if done.returncode != 0 or not os.path.exists(sidecar):
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        return {"error": one_line(lines[-1] if lines else f"exit status {done.returncode}")}
+def _cached(model_dir: str, name: str, flavour: str, quick: bool) -> Optional[dict]:
+    sidecar = os.path.join(model_dir, f"{stem(name, quick)}.{flavour}.json")
+    if not (os.path.exists(sidecar) and os.path.exists(os.path.join(model_dir, stem(name, quick) + ".npz"))):
+        return None
     with open(sidecar) as f:
-        return json.load(f)
+        info = json.load(f)
+    ok = info.get("version") == BUILD_VERSION and ("error" in info or os.path.exists(info["path"]))
+    return info if ok else None
+
+
+def ensure_built(name: str, model_dir: str, flavours: List[str], quick: bool,
+                 timeout: float) -> Dict[str, dict]:
+    """Each flavour's sidecar (tools/tflite_zoo_models.py: {"path"} or {"error"}), built
+    unless cached: the missing flavours in one child, then, if it crashed (TF's converter
+    can), each flavour still missing in a child of its own; a crash is the error line."""
+    records = {fl: _cached(model_dir, name, fl, quick) for fl in flavours}
+    errors: Dict[str, str] = {}
+    for batch in ("together", "alone"):
+        missing = [fl for fl in flavours if records[fl] is None]
+        if not missing:
+            break
+        groups = [missing] if batch == "together" and len(missing) > 1 else [[fl] for fl in missing]
+        for group in groups:
+            cmd = [sys.executable, "-m", "tf2ir.tools.tflite_zoo_models", name, ",".join(group),
+                   "-o", model_dir] + (["--quick"] if quick else [])
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+                lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+                error = (f"TFLiteConverter crashed (signal {-done.returncode})" if done.returncode < 0
+                         else one_line(lines[-1] if lines else f"exit status {done.returncode}"))
+            except subprocess.TimeoutExpired:
+                error = f"building took over {timeout:.0f} s"
+            for fl in group:
+                records[fl] = _cached(model_dir, name, fl, quick)
+                errors[fl] = error
+    return {fl: records[fl] or {"error": errors.get(fl, "not built")} for fl in flavours}
 
 
 def run_peers(peer_python: str, peer: str, rows: List[Row], paths: Dict[str, str],
@@ -136,23 +148,19 @@ def run_peers(peer_python: str, peer: str, rows: List[Row], paths: Dict[str, str
 
 def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
     """Every asked flavour of one model: built (cached), through tf2ir and the peers."""
-    info = ensure_built(name, args.model_dir, args.flavour_list, args.quick, args.timeout)
     rows = [Row(name, fl) for fl in args.flavour_list]
-    if "error" in info:
-        for row in rows:
-            row.status, row.error = "build failed", info["error"]
-        return rows
     inputs = os.path.join(args.model_dir, stem(name, args.quick) + ".npz")
-    with np.load(inputs) as data:
-        arrays = [data[f"in{i}"] for i in range(len(data.files))]
     bounds = {"float": args.float_rtol, "dynamic": args.dynamic_rtol, "int8": args.int8_steps}
     paths, wants = {}, {}
+    built = ensure_built(name, args.model_dir, args.flavour_list, args.quick, args.timeout)
     for row in rows:
-        record = info["flavours"].get(row.flavour, {})
+        record = built[row.flavour]
         row.note = record.get("note", "")
         if "path" not in record:
             row.status, row.error = "build failed", record.get("error", "not built")
             continue
+        with np.load(inputs) as data:
+            arrays = [data[f"in{i}"] for i in range(len(data.files))]
         paths[row.flavour] = record["path"]
         _, wants[row.flavour] = run_row(row, record["path"], arrays, work_dir, manager,
                                         args.repeats, args.threads, bounds)

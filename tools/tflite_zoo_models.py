@@ -11,13 +11,17 @@ flavour:
            calibrated on CALIBRATION draws from a fixed seed. A model the converter cannot
            quantize fully is retried with float fallback (TFLITE_BUILTINS too), noted.
 
-Run as a child (the parent never imports TensorFlow):
+The LSTM is tf_keras' (Keras 2) LSTM through from_keras_model, which TF's converter fuses
+into UNIDIRECTIONAL_SEQUENCE_LSTM (Keras 3's LSTM becomes a WHILE loop, whose full-int8
+conversion crashes TF 2.21's converter); Keras 3's where tf_keras is missing.
 
-    python -m tf2ir.tools.tflite_zoo_models MODEL -o DIR [--flavours float,int8] [--quick]
+Run as a child (the parent never imports TensorFlow; when a converter crashes, the parent
+builds the flavours still missing one child each):
 
-writes DIR/MODEL[.quick].{float,dynamic,int8}.tflite, DIR/MODEL[.quick].npz (the test input,
-one array per input: in0, in1, ...) and DIR/MODEL[.quick].json (what was built, each
-flavour's path or failure line).
+    python -m tf2ir.tools.tflite_zoo_models MODEL FLAVOUR[,FLAVOUR...] -o DIR [--quick]
+
+writes for each flavour DIR/STEM.FLAVOUR.tflite, DIR/STEM.npz (the test input, one array per input: in0, in1,
+...) and DIR/STEM.FLAVOUR.json (the path or the failure line), STEM being MODEL[.quick].
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 FLAVOURS = ("float", "dynamic", "int8")
 SEED = 20261127
 CALIBRATION = 16          # representative draws for full int8
-BUILD_VERSION = 1         # bump when what a build writes changes (invalidates the cache)
+BUILD_VERSION = 2         # bump when what a build writes changes (invalidates the cache)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Built:
     fn: Callable
     specs: List            # tf.TensorSpec per input (batch 1)
     ranges: List[Tuple[float, float]]   # per input: draw range (ints: [low, high))
+    keras_model: object = None          # converted by from_keras_model (tf_keras' LSTM)
 
 
 def build(entry: ZooModel, quick: bool) -> Built:
@@ -89,8 +94,11 @@ def build(entry: ZooModel, quick: bool) -> Built:
     if entry.kind == "keras":
         from tf2ir.tools.models import randomize_batch_norms
         kwargs = {"alpha": 0.35} if quick and entry.name.startswith("MobileNet") else {}
-        model = getattr(keras.applications, entry.name)(weights=None, input_shape=(size, size, 3),
-                                                      classes=100 if quick else 1000, **kwargs)
+        # logits, not probabilities: random weights make a near-uniform softmax whose int8
+        # output is one value, which would compare as exact whatever the conversion does
+        model = getattr(keras.applications, entry.name)(
+            weights=None, input_shape=(size, size, 3), classes=100 if quick else 1000,
+            classifier_activation=None, **kwargs)
         randomize_batch_norms(model, 0)
         specs = [tf.TensorSpec((1, size, size, 3), tf.float32, name="input")]
         ranges = [(-1.0, 1.0)]
@@ -104,13 +112,20 @@ def build(entry: ZooModel, quick: bool) -> Built:
         specs = [tf.TensorSpec((1, size), tf.int32, name="input")]
         ranges = [(0, spec.vocab)]
     elif entry.kind == "lstm":
+        try:
+            import tf_keras as lstm_keras
+        except ImportError:
+            lstm_keras = keras
+        lstm_keras.utils.set_random_seed(0)
         units = 8 if quick else 64
-        inputs = keras.Input((size, 16), batch_size=1)
-        x = keras.layers.LSTM(units, return_sequences=True)(inputs)
-        x = keras.layers.LSTM(units)(x)
-        model = keras.Model(inputs, keras.layers.Dense(10)(x))
+        inputs = lstm_keras.Input((size, 16), batch_size=1)
+        x = lstm_keras.layers.LSTM(units, return_sequences=True)(inputs)
+        x = lstm_keras.layers.LSTM(units)(x)
+        model = lstm_keras.Model(inputs, lstm_keras.layers.Dense(10)(x))
         specs = [tf.TensorSpec((1, size, 16), tf.float32, name="input")]
         ranges = [(-1.0, 1.0)]
+        fn = tf.function(lambda x: model(x, training=False))
+        return Built(fn, specs, ranges, model if lstm_keras is not keras else None)
     elif entry.kind == "cnn":      # the CI's model: only CONV_2D and MEAN (+ QUANTIZE/DEQUANTIZE)
         inputs = keras.Input((size, size, 3), batch_size=1)
         x = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(inputs)
@@ -139,8 +154,11 @@ def to_tflite(built: Built, flavour: str, fallback: bool = False) -> bytes:
     """.tflite bytes of `built` in `flavour` (FLAVOURS); `fallback`: full int8 may keep
     float ops where the converter cannot quantize."""
     import tensorflow as tf
-    concrete = built.fn.get_concrete_function(*built.specs)
-    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], built.fn)
+    if built.keras_model is not None:
+        converter = tf.lite.TFLiteConverter.from_keras_model(built.keras_model)
+    else:
+        concrete = built.fn.get_concrete_function(*built.specs)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], built.fn)
     if flavour != "float":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     if flavour == "int8":
@@ -154,17 +172,15 @@ def to_tflite(built: Built, flavour: str, fallback: bool = False) -> bytes:
     return converter.convert()
 
 
-def write_model(name: str, out_dir: str, flavours: Sequence[str], quick: bool) -> dict:
-    """Build `name`, write its flavours, test input and JSON sidecar into out_dir; return
-    the sidecar's content."""
-    entry = CATALOGUE[name]
+def write_model(name: str, out_dir: str, flavours: Sequence[str], quick: bool) -> None:
+    """Build `name`, write its test input, then each flavour and its JSON sidecar ({"path"}
+    or {"error"}, and a "note") into out_dir, one after the other."""
     base = os.path.join(out_dir, stem(name, quick))
-    info: dict = {"model": name, "quick": quick, "version": BUILD_VERSION, "flavours": {}}
-    built = build(entry, quick)
+    built = build(CATALOGUE[name], quick)
     feeds = draw(built.specs, built.ranges, np.random.default_rng(SEED + 1))
     np.savez(base + ".npz", **{f"in{i}": a for i, a in enumerate(feeds)})
     for flavour in flavours:
-        record: dict = {}
+        record: dict = {"model": name, "flavour": flavour, "quick": quick, "version": BUILD_VERSION}
         try:
             try:
                 data = to_tflite(built, flavour)
@@ -176,12 +192,10 @@ def write_model(name: str, out_dir: str, flavours: Sequence[str], quick: bool) -
             with open(path, "wb") as f:
                 f.write(data)
             record["path"] = path
-        except Exception as exc:   # a row says so; the other flavours go on
+        except Exception as exc:   # the row says so
             record["error"] = _one_line(f"TFLiteConverter: {type(exc).__name__}: {exc}")
-        info["flavours"][flavour] = record
-    with open(base + ".json", "w") as f:
-        json.dump(info, f, indent=1)
-    return info
+        with open(f"{base}.{flavour}.json", "w") as f:
+            json.dump(record, f, indent=1)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -194,13 +208,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", choices=sorted(CATALOGUE))
+    parser.add_argument("flavours", help="comma-separated, of " + ", ".join(FLAVOURS))
     parser.add_argument("-o", "--out-dir", required=True)
-    parser.add_argument("--flavours", default=",".join(FLAVOURS))
     parser.add_argument("--quick", action="store_true", help="the small variant of the model")
     args = parser.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     try:
-        write_model(args.model, args.out_dir, args.flavours.split(","), args.quick)
+        flavours = args.flavours.split(",")
+        if any(f not in FLAVOURS for f in flavours):
+            parser.error(f"flavours: of {', '.join(FLAVOURS)}")
+        write_model(args.model, args.out_dir, flavours, args.quick)
     except Exception as exc:
         traceback.print_exc()
         print(_one_line(f"build failed: {type(exc).__name__}: {exc}"), file=sys.stderr)

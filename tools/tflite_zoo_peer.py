@@ -24,8 +24,9 @@ import numpy as np
 
 
 def _one_line(text, limit=300):
+    """One line; a long one keeps its start and its end (where the reason often is)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[:limit // 2 - 3] + " ... " + text[-(limit // 2 - 2):]
 
 
 def _median_ms(run, repeats):
