@@ -55,6 +55,11 @@ def conv_bias_relu(x):
 
 
 @tf.function
+def conv_relu_n1_to_1(x):
+    return tf.clip_by_value(tf.nn.conv2d(x, W, 1, "SAME"), -1.0, 1.0)
+
+
+@tf.function
 def conv_valid_strided(x):
     return tf.nn.conv2d(x, W_RECT, [1, 2, 1, 1], "VALID")
 
@@ -111,7 +116,8 @@ def test_conv_2d_bias_relu(tmp_path, mode):
     check_tflite(tmp_path, conv_bias_relu, [spec([None, 6, 5, 8])], mode=mode, **tolerance(mode))
 
 
-@pytest.mark.parametrize("fn", [conv_valid_strided, conv_dilated, conv_same_stride2],
+@pytest.mark.parametrize("fn", [conv_valid_strided, conv_dilated, conv_same_stride2,
+                                conv_relu_n1_to_1],
                          ids=lambda f: f.__name__)
 def test_conv_2d_geometry(tmp_path, fn):
     check_tflite(tmp_path, fn, [spec([None, 9, 8, 3])])

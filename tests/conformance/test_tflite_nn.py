@@ -262,12 +262,19 @@ def l2_normalize(x):
 
 
 @tf.function
+def l2_normalize_tiny(x):
+    """Norms under TFLite's epsilon (1e-6): x / max(norm, 1e-6) is 0.1 x here."""
+    return tf.math.l2_normalize(x * 1e-7, -1)
+
+
+@tf.function
 def lrn(x):
     return tf.nn.local_response_normalization(x, 2, 1.5, 0.5, 0.7)
 
 
-def test_l2_normalization(tmp_path):
-    check_tflite(tmp_path, l2_normalize, [spec([None, 3, 5])])
+@pytest.mark.parametrize("fn", [l2_normalize, l2_normalize_tiny], ids=lambda f: f.__name__)
+def test_l2_normalization(tmp_path, fn):
+    check_tflite(tmp_path, fn, [spec([None, 3, 5])])
 
 
 def test_local_response_normalization(tmp_path):
