@@ -15,10 +15,11 @@ from __future__ import annotations
 import keyword
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
+from tf2ir.tools import scaffold_tflite
+from tf2ir.tools.scaffold_tflite import Port, Signature, guessed_signature
 
 SETUP_CFG = """\
 [metadata]
@@ -206,7 +207,6 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
     with a C++ kernel built at install (an op the package declares only). `framework`:
     "tensorflow", or "tflite" for a TFLITE mapping of a TFLite builtin or custom op."""
     from tf2ir.plugins.manager import PluginManager
-    from tf2ir.tools import scaffold_tflite
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", name):
         raise ConversionError(f"plugin name {name!r} must start with a letter and use letters, "
                               "digits, '_', '-' or '.'", exit_code=ExitStatus.USAGE)
@@ -226,7 +226,7 @@ def write_plugin_package(name: str, origin: str, out_dir: str = ".",
     if existing and native:
         raise ConversionError(f"--native writes a kernel for an IR op the package declares; {ir_op} "
                               "is tf2ir's (leave out --ir-op, or --native)", exit_code=ExitStatus.USAGE)
-    signature = scaffold_tflite.tflite_signature(origin) if lite else op_signature(origin)
+    signature = (scaffold_tflite.tflite_signature(origin) if lite else None) or op_signature(origin)
     values = dict(name=name, package=package, origin=origin, ir_op=ir_op,
                   domain=f"ai.tf2ir.{package}", test_name=re.sub(r"\W", "_", origin).lower(),
                   **scaffold_tflite.framework_values(lite))
@@ -330,34 +330,6 @@ RESERVED = set(keyword.kwlist) | {
     "info", "inline", "int", "long", "namespace", "new", "operator", "ops", "out", "register",
     "short", "signed", "static", "struct", "switch", "template", "this", "typename", "union",
     "unsigned", "void"}   # not a port's name in Python or C++
-
-
-@dataclass
-class Port:
-    name: str     # an identifier in Python and C++ (TF's argument name, made safe)
-    dtype: str    # the IR dtype of the test graph's tensor
-    fixed: bool   # the op fixes the dtype (else a type attribute chooses it)
-    attr: str = ""   # the type attribute that chooses it
-    arg: str = ""    # TF's name of the argument (tf.raw_ops' keyword)
-
-
-@dataclass
-class Signature:
-    """What the package's files need of the origin op: ports, attributes, and whence."""
-    inputs: List[Port]
-    outputs: List[Port]
-    node_attrs: List[str]                  # text-format `attr { ... }` of the test graph's node
-    attrs: List[Tuple[str, str, Any]] = field(default_factory=list)   # (name, kind, default)
-    source: str = ""                       # one line: where the ports came from
-    chosen: List[str] = field(default_factory=list)   # attributes given a made-up value
-    variadic: bool = False                 # an input is a list (N × T): the kernel takes *inputs
-
-
-def guessed_signature(why: str) -> Signature:
-    return Signature([Port("x", "float32", False)], [Port("y", "float32", False)],
-                     ['attr { key: "T" value { type: DT_FLOAT } }'],
-                     source=f"{why}: one float32 input x and one output y are a guess; "
-                            "make INPUTS, NODE and the prototype's ports the op's")
 
 
 def op_signature(origin: str) -> Signature:

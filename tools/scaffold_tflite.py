@@ -12,7 +12,8 @@ with TensorFlow running the same function.
 from __future__ import annotations
 
 import re
-from typing import Dict
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
 
@@ -119,6 +120,35 @@ def test_the_plugin_maps_{test_name}(tmp_path):
 '''
 
 
+# What tools/scaffold.py writes a package from (kept here: scaffold imports this module).
+@dataclass
+class Port:
+    name: str     # an identifier in Python and C++ (TF's argument name, made safe)
+    dtype: str    # the IR dtype of the test graph's tensor
+    fixed: bool   # the op fixes the dtype (else a type attribute chooses it)
+    attr: str = ""   # the type attribute that chooses it
+    arg: str = ""    # TF's name of the argument (tf.raw_ops' keyword)
+
+
+@dataclass
+class Signature:
+    """What the package's files need of the origin op: ports, attributes, and whence."""
+    inputs: List[Port]
+    outputs: List[Port]
+    node_attrs: List[str]                  # text-format `attr { ... }` of the test graph's node
+    attrs: List[Tuple[str, str, Any]] = field(default_factory=list)   # (name, kind, default)
+    source: str = ""                       # one line: where the ports came from
+    chosen: List[str] = field(default_factory=list)   # attributes given a made-up value
+    variadic: bool = False                 # an input is a list (N × T): the kernel takes *inputs
+
+
+def guessed_signature(why: str) -> Signature:
+    return Signature([Port("x", "float32", False)], [Port("y", "float32", False)],
+                     ['attr { key: "T" value { type: DT_FLOAT } }'],
+                     source=f"{why}: one float32 input x and one output y are a guess; "
+                            "make INPUTS, NODE and the prototype's ports the op's")
+
+
 def check_origin(framework: str, origin: str, native: bool) -> bool:
     """Whether the package maps a TFLite op; a usage error for a framework, origin op name or
     --native it cannot write."""
@@ -155,10 +185,10 @@ def framework_values(lite: bool) -> Dict[str, str]:
                 parse_params=PARSE[framework])
 
 
-def tflite_signature(origin: str):
-    """The ports of TFLite op `origin`: a known builtin's (float inputs x, y), a custom op's
-    from TensorFlow's op registry (the converter names it after TF's op), else a guess."""
-    from tf2ir.tools.scaffold import Port, Signature, guessed_signature, op_signature
+def tflite_signature(origin: str) -> Optional[Signature]:
+    """The ports of TFLite op `origin`: a known builtin's (float inputs x, y), a guess for
+    another builtin; None for a custom op, whose ports are TF's op's (the converter names it
+    after TF's op): scaffold.op_signature, from TensorFlow's op registry."""
     if origin in BUILTIN_MODELS:
         names = ["x", "y"][:BUILTIN_MODELS[origin][0]]
         return Signature([Port(n, "float32", False, "T", n) for n in names],
@@ -166,7 +196,7 @@ def tflite_signature(origin: str):
                          source=f"{origin}'s inputs ({', '.join(names)}) as `model` gives them")
     if is_builtin(origin):
         return guessed_signature(f"tf2ir's scaffold knows no TF function for builtin {origin}")
-    return op_signature(origin)
+    return None
 
 
 def tflite_values(origin: str, signature) -> Dict[str, str]:
