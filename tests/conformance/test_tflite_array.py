@@ -35,10 +35,14 @@ def check_op(tmp_path, op_type, fn, specs, mode="float", **kw):
     another op's mapping)."""
     name = kw.pop("name", None) or f"{op_type.lower()}_{getattr(fn, '__name__', 'case')}"
     outcome = check_tflite(tmp_path, fn, specs, mode=mode, name=name, **kw)
-    ops = tflite_ops(os.path.join(str(tmp_path), f"{name}_{mode}.tflite"))
+    path = os.path.join(str(tmp_path), f"{name}_{mode}.tflite")
+    ops = tflite_ops(path)
     assert op_type in ops, f"{name}: the converter wrote {ops}, not {op_type}"
     if mode == "int8":
-        assert "QUANTIZE" in ops, f"{name}: not a full-int8 model: {ops}"
+        from tf2ir.parser.tflite_model import read_tflite
+        sg = read_tflite(path).subgraphs[0]
+        types = {sg.tensors[op.outputs[0]].dtype for op in sg.operators if op.op_type == op_type}
+        assert "int8" in types, f"{name}: {op_type} computes {types}, not int8"
     return outcome
 
 
@@ -50,9 +54,9 @@ def _camel(name):
 
 def build_tflite(tensors, operators, inputs, outputs):
     """A one-subgraph .tflite model as bytes. tensors: (name, numpy dtype, shape with None for
-    a dynamic dim, constant data or None); operators: (builtin name, input indices (-1: left
-    out), output indices, options: None or (options table name, {snake_case field: int or int
-    list})); inputs, outputs: tensor indices."""
+    a dynamic dim, constant data or None[, {scale, zero_point, axis}]); operators: (builtin
+    name, input indices (-1: left out), output indices, options: None or (options table
+    name, {snake_case field: int or int list})); inputs, outputs: tensor indices."""
     import flatbuffers
     import tflite
     b = flatbuffers.Builder(1024)
@@ -61,7 +65,7 @@ def build_tflite(tensors, operators, inputs, outputs):
         return b.CreateNumpyVector(np.asarray(values, np.int32))
 
     buffers = [None]
-    for _, _, _, value in tensors:
+    for _, _, _, value, *_ in tensors:
         if value is not None:
             buffers.append(np.ascontiguousarray(value).view(np.uint8).reshape(-1))
     buffer_offsets = []
@@ -72,8 +76,17 @@ def build_tflite(tensors, operators, inputs, outputs):
             tflite.BufferAddData(b, vec)
         buffer_offsets.append(tflite.BufferEnd(b))
     tensor_offsets, next_buffer = [], 1
-    for name, dtype, shape, value in tensors:
+    for name, dtype, shape, value, *quant in tensors:
         name_off = b.CreateString(name)
+        q = None
+        if quant:
+            scale = b.CreateNumpyVector(np.asarray(quant[0]["scale"], np.float32))
+            zero = b.CreateNumpyVector(np.asarray(quant[0]["zero_point"], np.int64))
+            tflite.QuantizationParametersStart(b)
+            tflite.QuantizationParametersAddScale(b, scale)
+            tflite.QuantizationParametersAddZeroPoint(b, zero)
+            tflite.QuantizationParametersAddQuantizedDimension(b, quant[0].get("axis", 0))
+            q = tflite.QuantizationParametersEnd(b)
         dims = ints([1 if d is None else d for d in shape])
         signature = ints([-1 if d is None else d for d in shape]) if None in shape else None
         tflite.TensorStart(b)
@@ -83,6 +96,8 @@ def build_tflite(tensors, operators, inputs, outputs):
             tflite.TensorAddShapeSignature(b, signature)
         tflite.TensorAddType(b, getattr(tflite.TensorType, np.dtype(dtype).name.upper()))
         tflite.TensorAddBuffer(b, next_buffer if value is not None else 0)
+        if q is not None:
+            tflite.TensorAddQuantization(b, q)
         next_buffer += value is not None
         tensor_offsets.append(tflite.TensorEnd(b))
     codes = sorted({op[0] for op in operators})
@@ -392,3 +407,32 @@ def test_matrix_diag(tmp_path):
 def test_matrix_set_diag(tmp_path):
     check_op(tmp_path, "MATRIX_SET_DIAG", lambda x, d: tf.linalg.set_diag(x, d),
              [spec([2, 3, 3]), spec([2, 3])])
+
+
+# -- the shape arithmetic of a converted Keras encoder --------------------------------------------
+
+def keras_encoder():
+    """Embedding + MultiHeadAttention + Reshape/Permute over [batch, time] ids, both unknown:
+    the converter computes every reshape's target from SHAPE (GATHER, CONCATENATION,
+    REDUCE_PROD, UNSORTED_SEGMENT_PROD, STRIDED_SLICE, PACK) at run time."""
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(5)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 8)(ids)
+    x = x + keras.layers.MultiHeadAttention(2, 4)(x, x)
+    x = keras.layers.Reshape((-1, 2, 4))(x)
+    x = keras.layers.Permute((2, 1, 3))(x)
+    model = keras.Model(ids, keras.layers.GlobalAveragePooling2D()(x))
+    return tf.function(lambda i: model(i))
+
+
+@pytest.mark.parametrize("mode", ["float", "int8"])
+def test_keras_encoder_dynamic_batch_and_time(tmp_path, mode):
+    fn = keras_encoder()
+    rng = np.random.default_rng(3)
+    feeds = [[rng.integers(0, 20, shape).astype(np.int32)] for shape in ((1, 5), (3, 2))]
+    check_op(tmp_path, "TRANSPOSE", fn, [spec([None, None], "int32")], mode=mode,
+             name="keras_encoder", feeds=feeds)
+    ops = set(tflite_ops(os.path.join(str(tmp_path), f"keras_encoder_{mode}.tflite")))
+    assert {"SHAPE", "GATHER", "CONCATENATION", "UNSORTED_SEGMENT_PROD", "PACK", "STRIDED_SLICE",
+            "RESHAPE"} <= ops, ops

@@ -14,7 +14,7 @@ tf = pytest.importorskip("tensorflow")
 
 TFLITE_TESTED = {
     "SLICE": ("float",), "STRIDED_SLICE": ("float", "int8"), "GATHER": ("float", "int8"),
-    "EMBEDDING_LOOKUP": ("float",), "GATHER_ND": ("float",), "SCATTER_ND": ("float",),
+    "EMBEDDING_LOOKUP": ("float", "dynamic"), "GATHER_ND": ("float",), "SCATTER_ND": ("float",),
     "ONE_HOT": ("float",), "REVERSE_V2": ("float",), "REVERSE_SEQUENCE": ("float",),
     "WHERE": ("float",), "UNIQUE": ("float",), "UNSORTED_SEGMENT_SUM": ("float",),
     "UNSORTED_SEGMENT_PROD": ("float",), "UNSORTED_SEGMENT_MAX": ("float",),
@@ -28,7 +28,7 @@ def floats(*shape):
     return RNG.uniform(-2, 2, shape).astype(np.float32)
 
 
-# -- SLICE, STRIDED_SLICE --------------------------------------------------------------------------
+# -- SLICE, STRIDED_SLICE -------------------------------------------------------------------------
 
 def test_slice(tmp_path):
     check_op(tmp_path, "SLICE", lambda x: tf.slice(x, [0, 1, 0], [-1, 2, 3]), [spec([None, 4, 3])])
@@ -84,7 +84,7 @@ def test_strided_slice_offset(tmp_path):
     assert outcome.exact
 
 
-# -- GATHER, EMBEDDING_LOOKUP, GATHER_ND, SCATTER_ND ------------------------------------------------
+# -- GATHER, EMBEDDING_LOOKUP, GATHER_ND, SCATTER_ND ----------------------------------------------
 
 TABLE = np.arange(20, dtype=np.float32).reshape(5, 4) / 4
 
@@ -119,6 +119,27 @@ def test_embedding_lookup(tmp_path):
     assert outcome.exact
 
 
+@pytest.mark.parametrize("per_row", [False, True])
+def test_embedding_lookup_int8_table(tmp_path, per_row):
+    """A hybrid model's int8 table (a scale per tensor or per row) gives float rows: the view
+    dequantizes the table, the lookup gathers floats."""
+    table = np.arange(-10, 10, dtype=np.int8).reshape(5, 4) * 3
+    scale = [0.5, 0.25, 1.0, 0.125, 2.0] if per_row else [0.25]
+    quant = {"scale": scale, "zero_point": [0] * len(scale), "axis": 0}
+    model = build_tflite([("ids", np.int32, [None], None),
+                          ("table", np.int8, [5, 4], table, quant),
+                          ("y", np.float32, [None, 4], None)],
+                         [("EMBEDDING_LOOKUP", [0, 1], [2], None)], [0], [2])
+    outcome = check_built(tmp_path, f"embedding_lookup_int8_{per_row}", model,
+                          [[np.int32([4, 0, 1])], [np.int32([3, 3])]])
+    assert outcome.exact
+    from tf2ir.tools.runtime import InferenceSession
+    got = InferenceSession(str(tmp_path / f"embedding_lookup_int8_{per_row}.onnx")).run(
+        None, {"ids": np.int32([4, 0, 1])})[0]
+    rows = np.float32(scale)[[4, 0, 1]] if per_row else np.float32(scale[0])
+    np.testing.assert_array_equal(got, table[[4, 0, 1]] * np.reshape(rows, (-1, 1)))
+
+
 def test_gather_nd(tmp_path):
     fn = lambda x, i: tf.gather_nd(x, i)  # noqa: E731
     check_op(tmp_path, "GATHER_ND", fn, [spec([3, 4]), spec([2, 2], "int32")],
@@ -131,7 +152,7 @@ def test_scatter_nd(tmp_path):
              feeds=[[np.int32([[3], [0], [3]]), floats(3, 3)]])   # a repeated index sums
 
 
-# -- ONE_HOT, REVERSE_V2, REVERSE_SEQUENCE ---------------------------------------------------------
+# -- ONE_HOT, REVERSE_V2, REVERSE_SEQUENCE --------------------------------------------------------
 
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_one_hot(tmp_path, axis):
@@ -150,7 +171,7 @@ def test_reverse_sequence(tmp_path):
              feeds=[[floats(3, 4, 2), np.int32([4, 0, 2])]])
 
 
-# -- WHERE, UNIQUE, UNSORTED_SEGMENT_* ----------------------------------------------------------------
+# -- WHERE, UNIQUE, UNSORTED_SEGMENT_* ------------------------------------------------------------
 
 def test_where_is_exact(tmp_path):
     outcome = check_op(tmp_path, "WHERE", lambda x: tf.where(x > 0.5), [spec([None, 3])])
@@ -168,5 +189,6 @@ def test_unique(tmp_path):
 def test_unsorted_segment(tmp_path, reduction):
     reduce = getattr(tf.math, f"unsorted_segment_{reduction}")
     fn = lambda x, i: reduce(x, i, 3)  # noqa: E731
-    check_op(tmp_path, f"UNSORTED_SEGMENT_{reduction.upper()}", fn, [spec([5, 2]), spec([5], "int32")],
+    check_op(tmp_path, f"UNSORTED_SEGMENT_{reduction.upper()}", fn,
+             [spec([5, 2]), spec([5], "int32")],
              name=f"segment_{reduction}", feeds=[[floats(5, 2), np.int32([2, 0, 2, 0, 1])]])
