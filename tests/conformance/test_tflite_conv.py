@@ -13,7 +13,7 @@ tf = pytest.importorskip("tensorflow")
 TFLITE_TESTED = {
     "CONV_2D": ("float", "dynamic", "int8"),
     "DEPTHWISE_CONV_2D": ("float", "dynamic", "int8"),
-    "TRANSPOSE_CONV": ("float",),
+    "TRANSPOSE_CONV": ("float", "dynamic", "int8"),
     "CONV_3D": ("float",),
     "MEAN": ("float",),
 }
@@ -29,6 +29,7 @@ W_BIG = RNG.standard_normal((3, 3, 8, 16)).astype(np.float32)
 B_BIG = RNG.standard_normal(16).astype(np.float32)
 DW_BIG = RNG.standard_normal((3, 3, 128, 1)).astype(np.float32)
 DW2_BIG = RNG.standard_normal((3, 2, 96, 2)).astype(np.float32)
+TW_BIG = RNG.standard_normal((3, 3, 16, 8)).astype(np.float32)
 TW = RNG.standard_normal((3, 3, 5, 3)).astype(np.float32)           # HW out in
 W3 = RNG.standard_normal((2, 3, 2, 3, 4)).astype(np.float32)
 QUANTIZED = ["float", "dynamic", "int8"]
@@ -102,6 +103,12 @@ def transpose_conv_valid_bias(x):
 
 
 @tf.function
+def transpose_conv_big(x):
+    size = tf.stack([tf.shape(x)[0], 9, 9, 16])
+    return tf.nn.conv2d_transpose(x, TW_BIG, size, 2, "SAME") + B_BIG
+
+
+@tf.function
 def conv_3d(x):
     return tf.nn.conv3d(x, W3, [1, 1, 2, 1, 1], "SAME") + 1.0
 
@@ -141,6 +148,11 @@ def test_depthwise_dilated(tmp_path):
                          ids=lambda f: f.__name__)
 def test_transpose_conv(tmp_path, fn):
     check_tflite(tmp_path, fn, [spec([None, 5, 5, 3])])
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "int8"])
+def test_transpose_conv_quantized(tmp_path, mode):
+    check_tflite(tmp_path, transpose_conv_big, [spec([None, 5, 5, 8])], mode=mode, **tolerance(mode))
 
 
 def test_conv_3d(tmp_path):
