@@ -1,8 +1,9 @@
 """Built-in TFLITE mappings of TFLite's slicing and indexing ops: SLICE, STRIDED_SLICE, the
-gathers and scatters, ONE_HOT, the reversals, WHERE, UNIQUE and the unsorted segment
-reductions. Each is the IR op TF's op of the same meaning maps to (plugins/builtin/slicing.py,
-indexing.py, segment.py), its TF attributes read from TFLite's options; where TFLite keeps in an
-option what TF passes as an input (GATHER's axis), the mapping adds it as a constant input.
+gathers and scatters, ONE_HOT, the reversals, WHERE, UNIQUE and the segment reductions
+(SEGMENT_SUM, UNSORTED_SEGMENT_*). Each is the IR op TF's op of the same meaning maps to
+(plugins/builtin/slicing.py, indexing.py, segment.py), its TF attributes read from TFLite's
+options; where TFLite keeps in an option what TF passes as an input (GATHER's axis), the
+mapping adds it as a constant input.
 """
 
 import numpy as np
@@ -75,6 +76,7 @@ MAPPINGS = [
     tflite_op("ReverseSequence", "REVERSE_SEQUENCE").parse_params_fn(reverse_sequence),
     tflite_op("Where", "WHERE").parse_params_fn(plain),
     tflite_op("Unique", "UNIQUE").parse_params_fn(unique),
+    tflite_op("SegmentReduce", "SEGMENT_SUM").parse_params_fn(segment("sum")),
 ] + [tflite_op("UnsortedSegmentReduce", f"UNSORTED_SEGMENT_{name.upper()}")
      .parse_params_fn(segment(name)) for name in ("sum", "max", "min", "prod")]
 

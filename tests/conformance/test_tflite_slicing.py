@@ -16,7 +16,8 @@ TFLITE_TESTED = {
     "SLICE": ("float",), "STRIDED_SLICE": ("float", "int8"), "GATHER": ("float", "int8"),
     "EMBEDDING_LOOKUP": ("float", "dynamic"), "GATHER_ND": ("float",), "SCATTER_ND": ("float",),
     "ONE_HOT": ("float",), "REVERSE_V2": ("float",), "REVERSE_SEQUENCE": ("float",),
-    "WHERE": ("float",), "UNIQUE": ("float",), "UNSORTED_SEGMENT_SUM": ("float",),
+    "WHERE": ("float",), "UNIQUE": ("float",), "SEGMENT_SUM": ("float",),
+    "UNSORTED_SEGMENT_SUM": ("float",),
     "UNSORTED_SEGMENT_PROD": ("float",), "UNSORTED_SEGMENT_MAX": ("float",),
     "UNSORTED_SEGMENT_MIN": ("float",),
 }
@@ -192,3 +193,10 @@ def test_unsorted_segment(tmp_path, reduction):
     check_op(tmp_path, f"UNSORTED_SEGMENT_{reduction.upper()}", fn,
              [spec([5, 2]), spec([5], "int32")],
              name=f"segment_{reduction}", feeds=[[floats(5, 2), np.int32([2, 0, 2, 0, 1])]])
+
+
+def test_segment_sum(tmp_path):
+    """Sorted ids (LiteRT's kernel takes no gap between them), 3 segments, then 1."""
+    fn = lambda x, i: tf.math.segment_sum(x, i)  # noqa: E731
+    check_op(tmp_path, "SEGMENT_SUM", fn, [spec([5, 2]), spec([5], "int32")],
+             feeds=[[floats(5, 2), np.int32([0, 0, 1, 2, 2])], [floats(5, 2), np.int32([0] * 5)]])
