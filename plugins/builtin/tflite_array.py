@@ -51,16 +51,12 @@ def shape_from_tensor(src, op) -> bool:
 
 
 def reshape(src, op):
-    """RESHAPE: Reshape(x, shape); the shape tensor, else the `new_shape` option (a legacy
-    [0] there meaning a scalar) as a constant."""
+    """RESHAPE: Reshape(x, shape); the shape tensor, else the `new_shape` option as a constant
+    (as the interpreter reads it: absent or the legacy [0], a scalar)."""
     if shape_from_tensor(src, op):
         op.inputs = op.inputs[:2]
         return
-    new_shape = src.attr("new_shape")
-    if new_shape is None:
-        raise ConversionError("RESHAPE has neither a shape tensor nor a new_shape option",
-                              node=src.name, op_type=src.op_type)
-    new_shape = [int(d) for d in new_shape]
+    new_shape = [int(d) for d in src.attr("new_shape", None) or []]
     if new_shape == [0]:
         new_shape = []
     op.inputs = op.inputs[:1]

@@ -218,11 +218,14 @@ def test_reshape_shape_input_left_out(tmp_path):
                  None, None, "reshape_left_out")
 
 
-def test_reshape_legacy_scalar_option(tmp_path):
-    """new_shape [0] is a legacy scalar: a [1] tensor becomes a scalar."""
+@pytest.mark.parametrize("options", ["legacy", "none"])
+def test_reshape_scalar_option(tmp_path, options):
+    """new_shape [0] is a legacy scalar, and so is no option at all: a [1] tensor becomes a
+    scalar."""
+    opts = ("ReshapeOptions", {"new_shape": [0]}) if options == "legacy" else None
     model = build_tflite([("x", np.float32, [1], None), ("y", np.float32, [], None)],
-                         [("RESHAPE", [0], [1], ("ReshapeOptions", {"new_shape": [0]}))], [0], [1])
-    outcome = check_built(tmp_path, "reshape_legacy_scalar", model, [[np.float32([2.5])]])
+                         [("RESHAPE", [0], [1], opts)], [0], [1])
+    outcome = check_built(tmp_path, f"reshape_scalar_{options}", model, [[np.float32([2.5])]])
     assert outcome.exact
 
 
@@ -436,3 +439,21 @@ def test_keras_encoder_dynamic_batch_and_time(tmp_path, mode):
     ops = set(tflite_ops(os.path.join(str(tmp_path), f"keras_encoder_{mode}.tflite")))
     assert {"SHAPE", "GATHER", "CONCATENATION", "UNSORTED_SEGMENT_PROD", "PACK", "STRIDED_SLICE",
             "RESHAPE"} <= ops, ops
+
+
+def test_unpack_count_not_matching_outputs_is_one_error_line(tmp_path):
+    """UNPACK's `num` option saying 3 where the model lists 2 outputs: a ConversionError
+    naming the node and op, not a model with a missing output."""
+    from tf2ir.ir.errors import ConversionError
+    model = build_tflite([("x", np.float32, [2, 3], None), ("a", np.float32, [3], None),
+                          ("b", np.float32, [3], None)],
+                         [("UNPACK", [0], [1, 2], ("UnpackOptions", {"num": 3, "axis": 0}))],
+                         [0], [1, 2])
+    path = os.path.join(str(tmp_path), "unpack_bad.tflite")
+    with open(path, "wb") as f:
+        f.write(model)
+    with pytest.raises(ConversionError) as info:
+        convert_tflite(path, path[:-len(".tflite")] + ".onnx")
+    message = str(info.value)
+    assert "\n" not in message and "UNPACK" in message and "num=3" in message, message
+    assert not os.path.exists(path[:-len(".tflite")] + ".onnx")
