@@ -35,9 +35,10 @@ W3 = RNG.standard_normal((2, 3, 2, 3, 4)).astype(np.float32)
 QUANTIZED = ["float", "dynamic", "int8"]
 # TFLite's hybrid (dynamic-range) kernels quantize the input to int8 per batch at run time;
 # tf2ir computes in float with the dequantized weights (the view's one float mapping), so the
-# outputs differ by the input's quantization error: about 1% of the output's range here. A
-# wrong layout is off by whole units.
-HYBRID = {"atol": 0.15, "rtol": 0.02}
+# outputs differ by the input's quantization error: about 1% of the output's range here (at
+# most 0.125 on outputs of about +-10; atol leaves room for other CPUs' kernels). A wrong
+# layout is off by whole units.
+HYBRID = {"atol": 0.25, "rtol": 0.02}
 
 
 def tolerance(mode):

@@ -48,7 +48,7 @@ MODES = ["float", "dynamic", "int8"]
 # TFLite's hybrid (dynamic-range) FULLY_CONNECTED quantizes its input to int8 per row at run
 # time; tf2ir computes in float with the dequantized weights (the view's one float mapping),
 # so the outputs differ by the input's quantization error (about 1% of their range here).
-HYBRID = {"atol": 0.15, "rtol": 0.02}
+HYBRID = {"atol": 0.25, "rtol": 0.02}
 
 
 def tolerance(mode):
