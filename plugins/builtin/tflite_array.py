@@ -38,16 +38,15 @@ def output_count(src, option: str) -> int:
 
 def shape_from_tensor(src, op) -> bool:
     """Whether RESHAPE takes its shape from the second input, as the interpreter does: when the
-    model gives it and it is an int32 vector (a [0] vector: a scalar); else from `new_shape`."""
+    model gives it and it is an int32 vector (a [0] vector: a scalar); else (absent, int64, not
+    a vector) from `new_shape`."""
     tensors = getattr(src, "input_tensors", None) or []
     if len(op.inputs) < 2:
         return False
     tensor = tensors[1] if len(tensors) > 1 else None
     shape = tensor.shape if tensor is not None else op.input_desc(1).shape
     dtype = tensor.dtype if tensor is not None else op.input_desc(1).dtype
-    if shape is None:     # unknown rank: a shape tensor all the same (TF's converter's)
-        return dtype in ("int32", "int64")
-    return len(shape) == 1 and dtype == "int32"
+    return dtype == "int32" and (shape is None or len(shape) == 1)   # None: unknown rank
 
 
 def reshape(src, op):

@@ -241,6 +241,15 @@ def test_reshape_empty_shape_tensor_is_scalar(tmp_path):
     assert outcome.exact
 
 
+def test_reshape_int64_shape_tensor_yields_to_option(tmp_path):
+    """LiteRT reads the shape tensor only when it is int32: an int64 one leaves new_shape."""
+    model = build_tflite([("x", np.float32, [6], None), ("s", np.int64, [2], np.int64([2, 3])),
+                          ("y", np.float32, [3, 2], None)],
+                         [("RESHAPE", [0, 1], [2], ("ReshapeOptions", {"new_shape": [3, 2]}))],
+                         [0], [2])
+    check_built(tmp_path, "reshape_int64_tensor", model, [[np.arange(6, dtype=np.float32)]])
+
+
 @pytest.mark.parametrize("mode", ["int8"])
 def test_reshape_int8(tmp_path, mode):
     check_op(tmp_path, "RESHAPE", shape_chain, [spec([None, 12])], mode=mode, name="reshape_int8")
