@@ -107,6 +107,15 @@ def input_desc(src, graph: SubgraphBuilder, position: int):
     the model left that optional input out."""
     positions = getattr(src, "input_positions", None)
     index = positions[position] if positions and position < len(positions) else position
-    if index is None or index >= len(graph.call.inputs):
-        return None
-    return graph.call.inputs[index].desc
+    value = graph.call.inputs[index] if index is not None and index < len(graph.call.inputs) else None
+    return None if value is None else value.desc
+
+
+def required(src, graph: SubgraphBuilder, position: int, fmt: Optional[str] = None) -> Value:
+    """`data(src, graph, position, fmt)` for an input the op cannot do without: a model that
+    left it out is refused in one line."""
+    value = data(src, graph, position, fmt)
+    if value is None:
+        raise ConversionError(f"input {position} is missing", node=getattr(src, "name", None),
+                              op_type=getattr(src, "op_type", None))
+    return value

@@ -16,7 +16,7 @@ import numpy as np
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
 from tf2ir.plugins.tflite import (OHWI, activation, bias_add, data, input_desc, padding,
-                                  tflite_subgraph)
+                                  required, tflite_subgraph)
 
 
 def _finish(src, graph, y):
@@ -30,7 +30,7 @@ def _window_attrs(src, dims="hw"):
 
 
 def conv_2d(src, graph):
-    x, w = data(src, graph, 0), data(src, graph, 1, OHWI)
+    x, w = required(src, graph, 0), required(src, graph, 1, OHWI)
     attrs = dict(_window_attrs(src), data_format="NHWC")
     y = graph.add_op("Conv2D", [x, w, data(src, graph, 2)], attrs, name="conv").outputs[0]
     _finish(src, graph, y)
@@ -55,20 +55,21 @@ def _depthwise_channels(src, x, w_shape):
 
 
 def depthwise_conv_2d(src, graph):
-    x = data(src, graph, 0)
-    shape = input_desc(src, graph, 1).shape
+    x = required(src, graph, 0)
+    desc = input_desc(src, graph, 1)
+    shape = None if desc is None else desc.shape
     if shape is None or len(shape) != 4 or shape[0] != 1:
         raise ConversionError(f"a depthwise filter must be [1, H, W, C * M], not {shape}",
                               node=src.name, op_type=src.op_type)
     channels, multiplier = _depthwise_channels(src, x, shape)
     if multiplier == 1:
-        w = data(src, graph, 1, OHWI)            # [1, H, W, C]: N the multiplier, C the channels
+        w = required(src, graph, 1, OHWI)            # [1, H, W, C]: N the multiplier, C the channels
     else:
         if None in shape[1:3]:
             raise ConversionError("a depthwise filter with multiplier > 1 needs a known spatial "
                                   "shape", node=src.name, op_type=src.op_type)
         hwcm = graph.const(np.array([shape[1], shape[2], channels, multiplier], np.int32), "hwcm")
-        w = graph.add_op("Reshape", [data(src, graph, 1), hwcm], name="filter_hwcm").outputs[0]
+        w = graph.add_op("Reshape", [required(src, graph, 1), hwcm], name="filter_hwcm").outputs[0]
     attrs = dict(_window_attrs(src), data_format="NHWC")
     y = graph.add_op("DepthwiseConv2D", [x, w, data(src, graph, 2)], attrs,
                      name="depthwise").outputs[0]
@@ -76,7 +77,7 @@ def depthwise_conv_2d(src, graph):
 
 
 def transpose_conv(src, graph):
-    sizes, w, x = data(src, graph, 0), data(src, graph, 1), data(src, graph, 2)
+    sizes, w, x = required(src, graph, 0), required(src, graph, 1), required(src, graph, 2)
     perm = graph.const(np.array([1, 2, 0, 3], np.int32), "ohwi_to_hwcn")
     hwcn = graph.add_op("Transpose", [w, perm], name="filter_hwcn").outputs[0]
     attrs = {"strides": [1, src.attr("stride_h", 1), src.attr("stride_w", 1), 1],
@@ -86,7 +87,7 @@ def transpose_conv(src, graph):
 
 
 def conv_3d(src, graph):
-    x, w = data(src, graph, 0), data(src, graph, 1)
+    x, w = required(src, graph, 0), required(src, graph, 1)
     attrs = dict(_window_attrs(src, "dhw"), data_format="NDHWC")
     y = graph.add_op("Conv3D", [x, w, data(src, graph, 2)], attrs, name="conv3d").outputs[0]
     _finish(src, graph, y)

@@ -17,7 +17,7 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import (activation, bias_add, data, input_desc, tflite_op,
+from tf2ir.plugins.tflite import (activation, bias_add, data, input_desc, required, tflite_op,
                                   tflite_subgraph)
 
 L2_NORM_EPSILON = 1e-6
@@ -57,12 +57,13 @@ def fully_connected(src, graph):
     if fmt not in (0, "DEFAULT"):
         raise ConversionError(f"weights_format {fmt!r:.40} is not supported (DEFAULT only)",
                               node=src.name, op_type=src.op_type)
-    w_shape = input_desc(src, graph, 1).shape
+    desc = input_desc(src, graph, 1)
+    w_shape = None if desc is None else desc.shape
     if w_shape is None or len(w_shape) != 2 or w_shape[1] is None:
         raise ConversionError(f"the weights must be [out, in] with a known depth, not {w_shape}",
                               node=src.name, op_type=src.op_type)
     units, depth = w_shape
-    x, w = data(src, graph, 0), data(src, graph, 1)
+    x, w = required(src, graph, 0), required(src, graph, 1)
     flat = _fc_flat_input(src, graph, x, depth)
     y = graph.add_op("MatMul", [flat, w, None], {"transpose_x1": False, "transpose_x2": True},
                      name="matmul").outputs[0]
@@ -77,7 +78,7 @@ def fully_connected(src, graph):
 
 
 def softmax(src, graph):
-    x = data(src, graph, 0)
+    x = required(src, graph, 0)
     beta = float(src.attr("beta", 1.0))
     if beta != 1.0:
         scale = graph.const(np.array(beta, np.dtype(x.desc.dtype)), "beta")
@@ -87,7 +88,7 @@ def softmax(src, graph):
 
 def _clip(low, high):
     def build(src, graph):
-        x = data(src, graph, 0)
+        x = required(src, graph, 0)
         dtype = np.dtype(x.desc.dtype)
         bounds = [graph.const(np.array(v, dtype), n) for v, n in ((low, "low"), (high, "high"))]
         graph.set_outputs([graph.add_op("ClipByValue", [x, *bounds], name="clip").outputs[0]])
@@ -95,7 +96,7 @@ def _clip(low, high):
 
 
 def hard_swish(src, graph):
-    x = data(src, graph, 0)
+    x = required(src, graph, 0)
     dtype = np.dtype(x.desc.dtype)
     shifted = graph.add_op("Add", [x, graph.const(np.array(3, dtype), "three")], name="plus3")
     gate = graph.add_op("Relu6", [shifted.outputs[0]], name="relu6").outputs[0]
@@ -105,7 +106,7 @@ def hard_swish(src, graph):
 
 
 def prelu(src, graph):
-    x, alpha = data(src, graph, 0), data(src, graph, 1)
+    x, alpha = required(src, graph, 0), required(src, graph, 1)
     zero = graph.const(np.array(0, np.dtype(x.desc.dtype)), "zero")
     positive = graph.add_op("Relu", [x], name="positive").outputs[0]
     negative = graph.add_op("Minimum", [x, zero], name="negative").outputs[0]
@@ -114,7 +115,7 @@ def prelu(src, graph):
 
 
 def l2_normalization(src, graph):
-    x = data(src, graph, 0)
+    x = required(src, graph, 0)
     dtype = np.dtype(x.desc.dtype)
     squares = graph.add_op("Square", [x], name="square").outputs[0]
     total = graph.add_op("ReduceSum", [squares, _i32(graph, [-1], "axis")], {"keep_dims": True},

@@ -8,7 +8,7 @@ stride_h/w, filter_height/width, fused_activation_function):
 """
 
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import activation, data, padding, tflite_subgraph
+from tf2ir.plugins.tflite import activation, padding, required, tflite_subgraph
 
 
 def _attrs(src):
@@ -19,13 +19,13 @@ def _attrs(src):
 
 def _pool(ir_type):
     def build(src, graph):
-        y = graph.add_op(ir_type, [data(src, graph, 0)], _attrs(src), name="pool").outputs[0]
+        y = graph.add_op(ir_type, [required(src, graph, 0)], _attrs(src), name="pool").outputs[0]
         graph.set_outputs([activation(graph, y, src.attr("fused_activation_function"), src)])
     return build
 
 
 def l2_pool_2d(src, graph):
-    squares = graph.add_op("Square", [data(src, graph, 0)], name="square").outputs[0]
+    squares = graph.add_op("Square", [required(src, graph, 0)], name="square").outputs[0]
     mean = graph.add_op("AvgPool", [squares], _attrs(src), name="pool").outputs[0]
     y = graph.add_op("Sqrt", [mean], name="sqrt").outputs[0]
     graph.set_outputs([activation(graph, y, src.attr("fused_activation_function"), src)])

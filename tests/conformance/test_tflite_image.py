@@ -2,7 +2,6 @@
 RESIZE_NEAREST_NEIGHBOR (half-pixel centers, align_corners, legacy; up and down),
 SPACE_TO_DEPTH, DEPTH_TO_SPACE, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND."""
 
-import numpy as np
 import pytest
 
 from tests.conformance.tflite_harness import check_tflite, spec

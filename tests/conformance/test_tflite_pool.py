@@ -3,7 +3,6 @@ and VALID, strides other than the window, rectangular windows, a fused activatio
 L2_POOL_2D, which TF's converter never writes: a MAX_POOL_2D model's operator code is patched
 to it (the same Pool2DOptions), the interpreter running the patched model as the reference."""
 
-import numpy as np
 import pytest
 
 from tests.conformance.tflite_harness import check_tflite, spec
