@@ -7,7 +7,8 @@ Integer outputs compare exactly."""
 import numpy as np
 import pytest
 
-from tests.conformance.test_tflite_array import build_tflite, check_built, check_op, feeds_of
+from tests.conformance.test_tflite_array import (
+    build_tflite, check_built, check_op, feeds_of, tflite_ops)
 from tests.conformance.tflite_harness import spec
 
 tf = pytest.importorskip("tensorflow")
@@ -200,3 +201,37 @@ def test_segment_sum(tmp_path):
     fn = lambda x, i: tf.math.segment_sum(x, i)  # noqa: E731
     check_op(tmp_path, "SEGMENT_SUM", fn, [spec([5, 2]), spec([5], "int32")],
              feeds=[[floats(5, 2), np.int32([0, 0, 1, 2, 2])], [floats(5, 2), np.int32([0] * 5)]])
+
+
+# -- a BERT-style encoder's slicing over unknown batch and sequence -------------------------------
+
+ENC = np.random.default_rng(11)
+TOKENS = ENC.standard_normal((30, 8)).astype(np.float32)
+POSITIONS = ENC.standard_normal((16, 8)).astype(np.float32)
+QKV = (ENC.standard_normal((8, 24)) * 0.3).astype(np.float32)
+
+
+@tf.function
+def encoder(ids, mask):
+    """Token + position embeddings (GATHER, SLICE sized at run time), an attention mask
+    (EXPAND_DIMS), fused QKV split (SPLIT), heads (RESHAPE from SHAPE/STRIDED_SLICE/PACK,
+    TRANSPOSE), the [CLS] row (STRIDED_SLICE shrink)."""
+    b, seq = tf.shape(ids)[0], tf.shape(ids)[1]
+    x = tf.gather(TOKENS, ids) + tf.slice(POSITIONS, [0, 0], [seq, -1])[None]
+    bias = (1.0 - tf.cast(tf.expand_dims(tf.expand_dims(mask, 1), 1), tf.float32)) * -1e4
+    q, k, v = tf.split(tf.reshape(x, [-1, 8]) @ QKV, 3, axis=-1)
+    heads = lambda t: tf.transpose(tf.reshape(t, [b, seq, 2, 4]), [0, 2, 1, 3])  # noqa: E731
+    scores = tf.nn.softmax(tf.matmul(heads(q), heads(k), transpose_b=True) + bias)
+    out = tf.reshape(tf.transpose(tf.matmul(scores, heads(v)), [0, 2, 1, 3]), [b, seq, 8])
+    return out[:, 0], tf.reduce_sum(out, axis=1)
+
+
+@pytest.mark.parametrize("mode", ["float", "int8"])
+def test_bert_style_encoder_dynamic_batch_and_sequence(tmp_path, mode):
+    rng = np.random.default_rng(12)
+    feeds = [[rng.integers(0, 30, (b, s)).astype(np.int32),
+              (rng.uniform(size=(b, s)) > 0.3).astype(np.int32)] for b, s in ((1, 5), (3, 2))]
+    check_op(tmp_path, "SLICE", encoder, [spec([None, None], "int32")] * 2, mode=mode,
+             name="encoder", feeds=feeds)
+    ops = set(tflite_ops(str(tmp_path / f"encoder_{mode}.tflite")))
+    assert {"SHAPE", "STRIDED_SLICE", "PACK", "RESHAPE", "SPLIT", "EXPAND_DIMS"} <= ops, ops
