@@ -41,8 +41,9 @@ def data(src, graph: SubgraphBuilder, position: int, fmt: Optional[str] = None,
     index = positions[position] if positions and position < len(positions) else position
     if index is None or index >= len(src.inputs):
         return None
-    if fmt is not None:
-        graph.call.inputs[index].desc.set_format(fmt)
+    value = graph.call.inputs[index]
+    if fmt is not None and value is not None:
+        value.desc.set_format(fmt)
     return graph.data(index)
 
 

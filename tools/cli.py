@@ -243,13 +243,13 @@ def cmd_compile(args) -> int:
 
 def cmd_plugins(args) -> int:
     import json
+    from collections import Counter
     from tf2ir.ir.errors import ExitStatus
     from tf2ir.tools.options import plugin_manager
     from tf2ir.plugins.registry import split_mapping_key
     manager = plugin_manager(args)
     rows = []
-    # the manager keys a mapping by (framework, origin op type): TF's by the op type alone,
-    # TFLite's as "TFLITE:CONV_2D"; listed by framework, then op type
+    # keys: TF's op type alone, TFLite's "TFLITE:CONV_2D"; listed by framework, then op type
     for key in sorted(manager.registry, key=lambda k: (split_mapping_key(k)[0] != "TENSORFLOW",
                                                        split_mapping_key(k))):
         reg = manager.registry[key]
@@ -271,17 +271,14 @@ def cmd_plugins(args) -> int:
         note = f"  (overrides: {'; '.join(r['overrides'])})" if r["overrides"] else ""
         print(f"{r['origin_op_type']:<{width}}  {r['framework']:<10}  "
               f"{r['ir_op_type']:<{ir_width}}  {r['imply_type']:<7}  {r['plugin']}{note}")
-    counts = {}
-    for r in rows:
-        counts[r["framework"]] = counts.get(r["framework"], 0) + 1
+    counts = Counter(r["framework"] for r in rows)
     print(f"{len(rows)} origin op types ("
           + ", ".join(f"{framework} {n}" for framework, n in counts.items()) + ")")
     foreign = sorted(p for p, proto in manager.prototypes.items()
                      if not proto.plugin.startswith("builtin_"))
     print(f"{len(manager.prototypes)} IR op prototypes"
           + (f" ({', '.join(foreign)} from plugins)" if foreign else ""))
-    for override in manager.prototype_overrides:
-        print(f"override: {override}")
+    print("".join(f"override: {override}\n" for override in manager.prototype_overrides), end="")
     for p in manager.fusion_passes:   # in run order
         print(f"fusion pass {p.name:<12} {'on ' if p.enabled else 'off'}  {p.plugin}  {p.description}")
     for library in libraries:

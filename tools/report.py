@@ -260,6 +260,7 @@ class ReportBuilder:
         made = {n.name for n in fused}
         return len(inner) - len(made)
 
+
 # -- per-node verification -----------------------------------------------------------------
 def node_errors(model_path: str, onnx_model, report, graph, options=None,
                 source: Optional[dict] = None) -> Tuple[int, Dict[str, Any]]:
@@ -270,6 +271,7 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
         EXIT_MISMATCH, EXIT_OK, VerifyOptions, _run_onnx, _run_tf, _tf_graph, _tf_tensor_name,
         compare, make_inputs, tensor_comparisons,
     )
+    from tf2ir.tools.verify_core import node_error_table, note_node_error
     options = options or VerifyOptions()
     from tf2ir.tools.verify_tflite import node_errors as tflite_node_errors
     tflite = tflite_node_errors(model_path, onnx_model, report, graph, options, source)
@@ -282,28 +284,15 @@ def node_errors(model_path: str, onnx_model, report, graph, options=None,
     from tf2ir.ir.prototype import prototypes_of
     actual = _run_onnx(onnx_model, feeds, names, prototypes_of(graph))   # its plugins' kernels
     rows = [compare(n, a, e, options.rtol, options.atol) for n, a, e in zip(names, actual, expected)]
-    result: Dict[str, Any] = {
-        "outputs": [{"name": r.name, "shape": list(r.shape), "abs": _finite(r.max_abs),
-                     "rel": _finite(r.max_rel), "ok": r.ok, "note": r.note} for r in rows],
-        "rtol": options.rtol, "atol": options.atol, "seed": options.seed,
-        "nodes": {}, "first": None}
+    result: Dict[str, Any] = node_error_table(rows, options)
     try:
         for node, _, row in tensor_comparisons(onnx_model, tf_graph, feeds, report, options,
                                                graph):
-            old = result["nodes"].get(node)
-            entry = {"abs": _finite(row.max_abs), "rel": _finite(row.max_rel), "ok": row.ok}
-            if old is None or entry["rel"] > old["rel"]:
-                result["nodes"][node] = entry
-            if not row.ok and result["first"] is None:
-                result["first"] = node
+            note_node_error(result, node, row)
     except Exception as exc:   # best effort, as in verify: the outputs are compared
         result["note"] = f"per-node errors incomplete: {type(exc).__name__}: {exc}"
     ok = all(r.ok for r in rows)
     return (EXIT_OK if ok else EXIT_MISMATCH), result
-
-
-def _finite(x: float) -> float:
-    return float(x) if x == x and abs(x) != float("inf") else 1e300
 
 
 # -- the page --------------------------------------------------------------------------------

@@ -7,12 +7,10 @@ import argparse
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+from typing import Dict, Iterator, List, Optional, TextIO, Tuple
 
 import numpy as np
 
-from tf2ir.ir.errors import ConversionError, ExitStatus
 from tf2ir.ir.export import recorded
 from tf2ir.ir.prototype import prototypes_of
 from tf2ir.tools.options import (  # noqa: F401 (the tolerances: importable from here too)
@@ -20,30 +18,12 @@ from tf2ir.tools.options import (  # noqa: F401 (the tolerances: importable from
     add_model_source, add_shape_options, model_tags,
 )
 
-EXIT_OK = ExitStatus.OK
-EXIT_MISMATCH = ExitStatus.MISMATCH
+from tf2ir.tools.verify_core import (  # noqa: F401 (importable from here, as before)
+    EXIT_MISMATCH, EXIT_OK, Comparison, Verification, VerifyOptions, _run_onnx, _table, compare,
+    make_inputs,
+)
+
 DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
-
-
-@dataclass
-class VerifyOptions:
-    """How to make the inputs and how close the outputs must be."""
-    # FILE.npz or NAME=FILE.npy items, or (tf2ir.verify) {input name: array}
-    inputs_data: Union[Sequence[str], Mapping[str, np.ndarray]] = ()
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
-    seed: int = 0
-    batch: Optional[int] = None        # value of unknown dimensions (default 1)
-
-
-@dataclass
-class Comparison:
-    name: str
-    shape: Tuple[int, ...]
-    max_abs: float
-    max_rel: float
-    ok: bool
-    note: str = ""
 
 
 # -- the command -------------------------------------------------------------------------
@@ -137,47 +117,6 @@ def verify_conversion(model_path: str, onnx_path: str, report=None,
     return result.exit_status
 
 
-@dataclass
-class Verification:
-    """One verification: each output's comparison with TensorFlow, the inputs both sides ran
-    on, and on a mismatch the line naming the first diverging node (when it was looked for)."""
-    outputs: List[Comparison]
-    inputs: Dict[str, np.ndarray]
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
-    seed: int = 0
-    first_divergence: Optional[str] = None
-
-    @property
-    def passed(self) -> bool:
-        return all(row.ok for row in self.outputs)
-
-    @property
-    def exit_status(self) -> int:
-        return EXIT_OK if self.passed else EXIT_MISMATCH
-
-    def summary(self) -> str:
-        """The verdict line `tf2ir verify` prints under its table."""
-        rows, bad = self.outputs, [r for r in self.outputs if not r.ok]
-        inputs = ", ".join(f"{k} {list(v.shape)} {v.dtype}" for k, v in self.inputs.items())
-        tolerance = f"rtol={self.rtol:g} atol={self.atol:g} (inputs: {inputs}; seed {self.seed})"
-        if not bad:
-            return (f"verification passed: {len(rows)} output{'s' if len(rows) != 1 else ''} "
-                    f"within {tolerance}")
-        return (f"verification FAILED: {len(bad)} of {len(rows)} outputs differ beyond "
-                f"{tolerance}")
-
-    def text(self) -> str:
-        """What `tf2ir verify` prints: the per-output table, the verdict, the divergence."""
-        lines = _table(self.outputs) + [self.summary()]
-        if self.first_divergence is not None and not self.passed:
-            lines.append(self.first_divergence)
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.text()
-
-
 def verify_model(model_path: str, model, report=None, options: Optional[VerifyOptions] = None,
                  graph=None, source: Optional[dict] = None, progress=None, prototypes=None,
                  graph_def=None) -> Verification:
@@ -213,70 +152,7 @@ def verify_model(model_path: str, model, report=None, options: Optional[VerifyOp
     return result
 
 
-def compare(name: str, actual, expected, rtol: float, atol: float) -> Comparison:
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    if actual.shape != expected.shape:
-        return Comparison(name, tuple(actual.shape), float("inf"), float("inf"), False,
-                          f"shape {list(actual.shape)} != TF {list(expected.shape)}")
-    if actual.dtype.kind in "OSU" or expected.dtype.kind in "OSU":
-        same = bool(np.all(actual == expected))
-        return Comparison(name, tuple(actual.shape), 0.0 if same else float("inf"),
-                          0.0 if same else float("inf"), same)
-    a, e = actual.astype(np.float64), expected.astype(np.float64)
-    if a.size == 0:
-        return Comparison(name, tuple(a.shape), 0.0, 0.0, True)
-    both_nan = np.isnan(a) & np.isnan(e)
-    diff = np.where(both_nan, 0.0, np.abs(a - e))
-    diff = np.where(np.isnan(diff), np.inf, diff)   # NaN on one side only
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
-    rel = np.where(np.isnan(rel), np.inf, rel)
-    ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(e))))
-    return Comparison(name, tuple(a.shape), float(diff.max()), float(rel.max()), ok)
-
-
-def _table(rows: List[Comparison]) -> List[str]:
-    width = max([len(r.name) for r in rows] + [6])
-    shape_width = max([len(str(list(r.shape))) for r in rows] + [5])
-    lines = [f"{'OUTPUT':<{width}}  {'SHAPE':<{shape_width}}  {'MAX ABS ERR':>11}  "
-             f"{'MAX REL ERR':>11}  OK"]
-    for r in rows:
-        note = f"  {r.note}" if r.note else ""
-        lines.append(f"{r.name:<{width}}  {str(list(r.shape)):<{shape_width}}  "
-                     f"{r.max_abs:>11.3e}  {r.max_rel:>11.3e}  {'yes' if r.ok else 'NO'}{note}")
-    return lines
-
-
 # -- inputs ------------------------------------------------------------------------------
-def make_inputs(model, options: VerifyOptions, tf_graph=None) -> Dict[str, np.ndarray]:
-    """One array per ONNX graph input: the user's (.npz / NAME=.npy) or random, seeded,
-    of the input's dtype and shape with unknown dimensions set to `options.batch` or 1;
-    random integers within what the TF graph `tf_graph` (a tf.Graph or GraphDef) can take
-    (tools/verify_inputs.py: below the rows of the tables an input indexes, 0/1 for a mask)."""
-    from onnx import helper
-    from tf2ir.tools.runtime import load_inputs_data
-    from tf2ir.tools.verify_inputs import bounds_for, draw
-    given = dict(options.inputs_data) if isinstance(options.inputs_data, Mapping) \
-        else load_inputs_data(options.inputs_data)   # tf2ir.verify: {name: array}
-    bounds = bounds_for(model, tf_graph, list(given), options.batch)
-    rng = np.random.default_rng(options.seed)
-    feeds = {}
-    for inp in model.graph.input:
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type))
-        if inp.name in given:
-            feeds[inp.name] = np.asarray(given.pop(inp.name)).astype(dtype, copy=False)
-            continue
-        dims = inp.type.tensor_type.shape.dim
-        shape = tuple(d.dim_value if d.HasField("dim_value") else (options.batch or 1)
-                      for d in dims)
-        feeds[inp.name] = draw(rng, dtype, shape, bounds.get(inp.name))
-    if given:
-        raise ConversionError(f"--inputs-data names {', '.join(sorted(given))}, which "
-                              f"{'is not an input' if len(given) == 1 else 'are not inputs'} of "
-                              f"the model (inputs: {', '.join(feeds)})", exit_code=ExitStatus.USAGE)
-    return feeds
-
-
 # -- running both sides ------------------------------------------------------------------
 def _as_converted(model, feeds: Dict[str, np.ndarray]):
     """(TF's feeds, TF's fetches, a function taking TF's outputs to the ONNX model's) for a
@@ -341,24 +217,6 @@ def _run_tf(graph, feeds: Dict[str, np.ndarray], fetches: List[str]) -> List[np.
     with tf.compat.v1.Session(graph=graph, config=config) as session, \
             refusal("TensorFlow", feeds, graph):
         return session.run(fetches, {f"{k}:0": v for k, v in feeds.items()})
-
-
-def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str],
-              prototypes=None) -> List[np.ndarray]:
-    """Run `model` in onnxruntime; plugin ops run by the kernels of the conversion's plugins
-    (prototype table `prototypes`, its pipeline's; None: the default plugin manager's),
-    fallback segments by TensorFlow. A refusal of the input values is one line."""
-    from tf2ir.tools.runtime import InferenceSession
-    from tf2ir.tools.verify_inputs import refusal
-    with tempfile.TemporaryDirectory(prefix="tf2ir_verify_") as tmp:
-        source = model
-        if model.ByteSize() >= 1_800_000_000:   # over protobuf's 2 GB: external data
-            import onnx
-            source = os.path.join(tmp, "model.onnx")
-            onnx.save_model(model, source, save_as_external_data=True)
-        session = InferenceSession(source, prototypes=prototypes)
-        with refusal("onnxruntime", feeds, model):
-            return session.run(names, feeds)
 
 
 # -- the first diverging node ------------------------------------------------------------

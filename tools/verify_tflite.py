@@ -43,7 +43,7 @@ def verify_tflite(tflite, subgraph: Optional[int], model, options, source=None, 
     progress = progress or PhaseLine(False)
     from tf2ir.parser.tflite_view import signature_subgraph
     from tf2ir.tools.tflite_reference import load_interpreter
-    from tf2ir.tools.verify import Verification, _run_onnx, compare
+    from tf2ir.tools.verify_core import Verification, _run_onnx, compare
     index, signature = signature_subgraph(tflite, (source or {}).get("signature"))
     if subgraph is not None and subgraph != index:
         signature = next((s for s in tflite.signatures if s.subgraph == subgraph), None)
@@ -82,7 +82,7 @@ def verify_tflite(tflite, subgraph: Optional[int], model, options, source=None, 
 def tflite_inputs(model, options, sg) -> Dict[str, np.ndarray]:
     """make_inputs' feeds, a quantized input's drawn as its quantized floats (see above)."""
     from tf2ir.tools.runtime import load_inputs_data
-    from tf2ir.tools.verify import make_inputs
+    from tf2ir.tools.verify_core import make_inputs
     from tf2ir.parser.tflite_view import is_quantized
     feeds = make_inputs(model, options)
     given = set(options.inputs_data) if isinstance(options.inputs_data, Mapping) \
@@ -167,7 +167,7 @@ def tensor_comparisons(model, tflite, index: int, feeds, report, options, interp
     interpreter's intermediates as kept by its last run (preserve_all)."""
     from onnx import helper
     from tf2ir.parser.tflite_view import TfLiteGraph
-    from tf2ir.tools.verify import _run_onnx, compare
+    from tf2ir.tools.verify_core import _run_onnx, compare
     candidates = _candidates(model, tflite.subgraphs[index], report, TfLiteGraph(tflite, index))
     if not candidates:
         return
@@ -210,30 +210,20 @@ def node_errors(model_path: str, onnx_model, report, graph, options, source=None
     """tools/report.py node_errors for a .tflite (None when the model is not one): the
     outputs' rows and each operator's error against the interpreter."""
     from tf2ir.ir.prototype import prototypes_of
-    from tf2ir.tools.report import _finite
-    from tf2ir.tools.verify import EXIT_MISMATCH, EXIT_OK
+    from tf2ir.tools.verify_core import EXIT_MISMATCH, EXIT_OK, node_error_table, note_node_error
     found = tflite_of(model_path, graph_def)
     if found is None:
         return None
     state: Dict[str, object] = {}
     result = verify_tflite(*found, onnx_model, options, source, prototypes=prototypes_of(graph),
                            report=None, state=state)
-    errors: Dict[str, object] = {
-        "outputs": [{"name": r.name, "shape": list(r.shape), "abs": _finite(r.max_abs),
-                     "rel": _finite(r.max_rel), "ok": r.ok, "note": r.note} for r in result.outputs],
-        "rtol": options.rtol, "atol": options.atol, "seed": options.seed, "nodes": {},
-        "first": None}
-    nodes: Dict[str, Dict[str, object]] = errors["nodes"]   # type: ignore[assignment]
+    errors = node_error_table(result.outputs, options)
     try:
         for op, _, _, row in tensor_comparisons(onnx_model, state["tflite"], state["index"],
                                                 result.inputs, report, options,
                                                 state["interpreter"], prototypes_of(graph),
                                                 state["steps"]):
-            entry = {"abs": _finite(row.max_abs), "rel": _finite(row.max_rel), "ok": row.ok}
-            if op not in nodes or entry["rel"] > nodes[op]["rel"]:
-                nodes[op] = entry
-            if not row.ok and errors["first"] is None:
-                errors["first"] = op
+            note_node_error(errors, op, row)
     except Exception as exc:   # best effort, as for TensorFlow
         errors["note"] = f"per-node errors incomplete: {type(exc).__name__}: {exc}"
     return (EXIT_OK if result.passed else EXIT_MISMATCH), errors

@@ -22,7 +22,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import data, tflite_subgraph
+from tf2ir.plugins.tflite import required, tflite_subgraph
 
 
 def _op(graph, op_type, inputs, attrs=None, name=None, num_outputs=None):
@@ -62,9 +62,7 @@ def _decode(src, graph, encodings, anchors):
 
 
 def detection_postprocess(src, graph) -> None:
-    encodings, predictions, anchors = (data(src, graph, p) for p in (0, 1, 2))
-    if anchors is None:
-        raise ConversionError("TFLite_Detection_PostProcess takes 3 inputs")
+    encodings, predictions, anchors = (required(src, graph, p) for p in (0, 1, 2))
     num_classes = int(src.attr("num_classes", 0))
     max_det = int(src.attr("max_detections", 0))
     per_det = int(src.attr("max_classes_per_detection", 1))

@@ -22,7 +22,7 @@ import numpy as np
 
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import activation, data, tflite_subgraph
+from tf2ir.plugins.tflite import activation, data, required, tflite_subgraph
 
 ONNX_ORDER = [0, 3, 1, 2]          # TFLite gates i, f, c, o → ONNX i, o, f, c
 IR_ACTIVATIONS = {"TANH": "Tanh", "RELU": "Relu"}
@@ -165,8 +165,9 @@ def _clip(graph, value, bound: float, name: str):
 
 def unidirectional_rnn(src, graph) -> None:
     """x, weights [H, I], recurrent weights [H, H], bias [H], the hidden state variable."""
-    x = _time_major(src, graph, data(src, graph, 0))
-    w, r, b, h0 = (data(src, graph, p) for p in (1, 2, 3, 4))
+    x = _time_major(src, graph, required(src, graph, 0))
+    w, r, b = (required(src, graph, p) for p in (1, 2, 3))
+    h0 = data(src, graph, 4)
     act = src.attr("fused_activation_function", "TANH")
     if act not in IR_ACTIVATIONS:
         raise ConversionError(f"a sequence RNN with activation {act!r:.20} is not supported "
