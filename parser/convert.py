@@ -21,6 +21,7 @@ from tf2ir.plugins.subgraph import SUBGRAPH_KEY, build_subgraph
 PASSTHROUGH = {"Identity", "StopGradient", "Snapshot", "PreventGradient",
                "CheckNumerics", "EnsureShape"}
 UNSUPPORTED_EXIT = 3
+FRAMEWORK_NAMES = {"TFLITE": "TFLite"}   # in messages
 # IR ops whose output compiles to a graph input or an initializer of its own name
 # (PlaceholderWithDefault: an optional input): a graph output they give is copied by an Identity.
 SOURCE_OPS = ("Const", "PlaceholderWithDefault")
@@ -29,6 +30,7 @@ SOURCE_OPS = ("Const", "PlaceholderWithDefault")
 @dataclass
 class ConversionReport:
     model: str
+    framework: str = TENSORFLOW   # the model's: its op types are this framework's
     tf_nodes: int = 0
     kept_nodes: int = 0
     ir_nodes: int = 0
@@ -69,7 +71,7 @@ class Converter:
             self.values[(name, 0)] = self.graph.add_input(name, desc.copy())
         self.unsupported: Dict[str, _Problem] = {}
         self.failures: Dict[str, _Problem] = {}
-        self.report = ConversionReport(self.model, tf_nodes=len(tf_graph.nodes))
+        self.report = ConversionReport(self.model, tf_graph.framework, tf_nodes=len(tf_graph.nodes))
         self.report.tensors = self.values
 
     # -- the walk ----------------------------------------------------------------------
@@ -182,7 +184,9 @@ class Converter:
         if self.unsupported:
             parts = [f"{op} ({p.count} node{'s' if p.count > 1 else ''}, e.g. '{p.example}')"
                      for op, p in sorted(self.unsupported.items())]
-            message = (f"{len(self.unsupported)} unsupported op type"
+            framework = self.tf.framework
+            kind = "" if framework == TENSORFLOW else f"{FRAMEWORK_NAMES.get(framework, framework)} "
+            message = (f"{len(self.unsupported)} unsupported {kind}op type"
                        f"{'s' if len(self.unsupported) > 1 else ''}: {', '.join(parts)}")
             if self.failures:
                 message += "; also failed: " + self._failure_text()

@@ -128,7 +128,8 @@ class TfLiteGraph(TfGraph):
         return name
 
     def _add(self, node) -> Any:
-        node.view = self if isinstance(node, TfLiteNode) else None
+        if isinstance(node, TfLiteNode):   # a Flex op's TF node converts no subgraph
+            node.view = self
         self.nodes[node.name] = node
         return node
 

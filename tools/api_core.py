@@ -214,7 +214,8 @@ def convert_pipeline(pipeline: "Pipeline", source: Source, *, compile: bool = Tr
     with collected_notes(quiet) as notes:
         graph, report = convert_source(pipeline, source, builder)
     result = ConversionResult(pipeline, graph, report, source.label, notes)
-    result.notes.extend(str(o) for o in pipeline.manager.overrides_for(report.op_types))
+    overrides = pipeline.manager.overrides_for(report.op_types, report.framework)
+    result.notes.extend(str(o) for o in overrides)
     if compile and not (builder is not None and builder.error):
         if progress is not None:
             progress.phase(f"compiling {report.ir_nodes} IR nodes")

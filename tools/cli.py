@@ -198,7 +198,7 @@ def _convert(args, emit, pipeline, progress) -> int:
     progress.close()
     if builder and emit == "onnx":
         builder.after_compile(model, phases["compile"])
-    for override in pipeline.manager.overrides_for(report.op_types):
+    for override in pipeline.manager.overrides_for(report.op_types, report.framework):
         if not args.quiet:
             print(f"tf2ir: note: {override}", file=sys.stderr)   # never silent, unless asked
     for name, seconds in report.phases.items():

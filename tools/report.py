@@ -236,7 +236,7 @@ class ReportBuilder:
                                          for k, v in row.items()}}
                        for name, row in self.pass_stats.items()],
             "plugins": dict(sorted(report.plugins_used.items(), key=lambda kv: -kv[1])),
-            "overrides": [str(o) for o in manager.overrides_for(report.op_types)],
+            "overrides": [str(o) for o in manager.overrides_for(report.op_types, report.framework)],
             "unsupported": [{"op": op, "count": p.count, "example": p.example,
                              "message": p.message,
                              "nodes": self.views.find("tf", op_type=op, cls="unsupported")}
