@@ -466,3 +466,12 @@ def test_unpack_count_not_matching_outputs_is_one_error_line(tmp_path):
     message = str(info.value)
     assert "\n" not in message and "UNPACK" in message and "num=3" in message, message
     assert not os.path.exists(path[:-len(".tflite")] + ".onnx")
+
+
+def test_squeeze_without_dims_squeezes_every_unit_dim(tmp_path):
+    """An empty squeeze_dims: every size-1 dim goes."""
+    model = build_tflite([("x", np.float32, [2, 1, 3, 1], None), ("y", np.float32, [2, 3], None)],
+                         [("SQUEEZE", [0], [1], ("SqueezeOptions", {"squeeze_dims": []}))],
+                         [0], [1])
+    check_built(tmp_path, "squeeze_all", model,
+                [[np.arange(6, dtype=np.float32).reshape(2, 1, 3, 1)]])
