@@ -45,6 +45,11 @@ class ConversionReport:
     # TF node → its IR attributes as auto mapping set them (IrOp.auto_attrs), for reports
     attr_origins: Dict[str, Dict[str, tuple]] = field(default_factory=dict, repr=False)
 
+    @property
+    def node_kind(self) -> str:
+        """What the model's nodes are, in a summary: "TF", or "TFLite"."""
+        return FRAMEWORK_NAMES.get(self.framework, "TF")
+
 
 @dataclass
 class _Problem:

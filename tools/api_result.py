@@ -41,9 +41,16 @@ class Report:
     notes: List[str] = field(default_factory=list)           # plugin overrides in effect
     warnings: List[str] = field(default_factory=list)        # what the lowering warned of
     details: Any = field(default=None, repr=False, compare=False)
+    framework: str = "TENSORFLOW"                            # the model's (TFLITE: op types too)
+
+    @property
+    def node_kind(self) -> str:
+        """What the model's nodes are, in a summary: "TF", or "TFLite"."""
+        from tf2ir.parser.convert import FRAMEWORK_NAMES
+        return FRAMEWORK_NAMES.get(self.framework, "TF")
 
     def __str__(self) -> str:
-        lines = [f"{self.model}: {self.tf_nodes} TF nodes, {self.kept_nodes} kept, "
+        lines = [f"{self.model}: {self.tf_nodes} {self.node_kind} nodes, {self.kept_nodes} kept, "
                  f"{self.ir_nodes} IR nodes, {self.onnx_nodes} ONNX nodes"
                  + (f" (opset {self.opset})" if self.opset is not None else "")]
         lines += [f"  {name:<8} {seconds:.3f} s" for name, seconds in self.phases.items()]
@@ -69,7 +76,8 @@ class ConversionResult:
                              op_types=dict(report.op_types),
                              plugins_used=dict(report.plugins_used),
                              fusions=dict(report.fusions), phases=report.phases,
-                             warnings=list(warnings or ()), details=report)
+                             warnings=list(warnings or ()), details=report,
+                             framework=report.framework)
         self.notes = self.report.notes
         self._skeleton: Optional["onnx.ModelProto"] = None   # the model without initializers
         self._initializers: List[Tuple[str, "np.ndarray"]] = []
@@ -183,7 +191,7 @@ class ConversionResult:
             return f"<ConversionResult {r.model!r}: {r.ir_nodes} IR nodes, not compiled>"
         io = ", ".join(v.name for v in self.skeleton.graph.input) or "-"
         out = ", ".join(v.name for v in self.skeleton.graph.output) or "-"
-        return (f"<ConversionResult {r.model!r}: {r.tf_nodes} TF nodes -> {r.ir_nodes} IR "
+        return (f"<ConversionResult {r.model!r}: {r.tf_nodes} {r.node_kind} nodes -> {r.ir_nodes} IR "
                 f"nodes -> {r.onnx_nodes} ONNX nodes, opset {r.opset}, "
                 f"{_size(self.weight_bytes)} of weights; inputs {io}; outputs {out}>")
 

@@ -205,8 +205,8 @@ def _convert(args, emit, pipeline, progress) -> int:
         log.info("%-8s %.3f s", name, seconds)
     for name, count in report.fusions.items():
         log.info("fused    %s: %d match%s", name, count, "es" if count > 1 else "")
-    log.info("%d TF nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.kept_nodes,
-             report.ir_nodes, args.output)
+    log.info("%d %s nodes, %d kept, %d IR nodes -> %s", report.tf_nodes, report.node_kind,
+             report.kept_nodes, report.ir_nodes, args.output)
     status = ExitStatus.OK
     if getattr(args, "verify", False):
         from tf2ir.tools.verify import verify_after_convert

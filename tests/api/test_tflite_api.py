@@ -51,6 +51,7 @@ def test_convert_path_or_bytes(tflite_models, tmp_path, as_bytes):
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5)
     assert ("<TFLite bytes>" if as_bytes else "m.tflite") in repr(result)
+    assert result.report.framework == "TFLITE" and " TFLite nodes" in str(result.report)
 
 
 def test_bytes_with_inputs_and_outputs(tflite_models):
