@@ -28,7 +28,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 def add_model_source(parser: argparse.ArgumentParser) -> None:
     """Options for SavedModel inputs, and --quiet (commands that read a model)."""
     parser.add_argument("--signature", default=None, metavar="NAME",
-                        help="SavedModel signature to convert (default: serving_default)")
+                        help="SavedModel or .tflite signature to convert (default: "
+                        "serving_default; a .tflite without signatures: its subgraph 0)")
     parser.add_argument("--tag", default="serve", metavar="TAG[,TAG]",
                         help="SavedModel meta-graph tags, comma-separated (default: serve)")
     parser.add_argument("-q", "--quiet", action="store_true",
