@@ -189,7 +189,10 @@ class TfLiteGraph(TfGraph):
                                   "read", model=self.model, node=t.name,
                                   op_type=op.op_type if op else None)
         if t.data is None:
-            if t.is_variable and t.shape is not None and None not in t.shape and t.dtype:
+            # a variable starts at zeros; a constant of no elements has an empty buffer
+            # (TF's converter writes RESHAPE's shape [] for a scalar so)
+            if (t.shape is not None and None not in t.shape and t.dtype
+                    and (t.is_variable or 0 in t.shape)):
                 import numpy as np
                 from tf2ir.parser.tflite_model import _NUMPY
                 value = np.zeros(t.shape, _NUMPY.get(t.dtype, np.float32))

@@ -475,3 +475,11 @@ def test_squeeze_without_dims_squeezes_every_unit_dim(tmp_path):
                          [0], [1])
     check_built(tmp_path, "squeeze_all", model,
                 [[np.arange(6, dtype=np.float32).reshape(2, 1, 3, 1)]])
+
+
+def test_reshape_to_scalar_by_empty_shape_constant(tmp_path):
+    """TF's converter writes tf.reshape(x, []) as RESHAPE with a [0]-shaped constant whose
+    buffer is empty: an empty constant (was refused as a tensor that holds no data)."""
+    outcome = check_op(tmp_path, "RESHAPE", lambda x: tf.reshape(x, []) * 2.0, [spec([1])],
+                       name="reshape_scalar", feeds=[[np.float32([1.25])]])
+    assert outcome.exact
