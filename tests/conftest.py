@@ -85,3 +85,23 @@ def max_abs_error(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape, f"shape {a.shape} != {b.shape}"
     return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The TFLite conformance suite's count, when it ran: how many cases matched the LiteRT
+    interpreter bit-exactly, per mode, and the largest difference of the rest (quantized
+    modes in quantization steps)."""
+    import sys
+    harness = sys.modules.get("tests.conformance.tflite_harness")
+    if harness is None or not harness.RESULTS:
+        return
+    modes = {}
+    for outcome in harness.RESULTS:
+        row = modes.setdefault(outcome.mode, [0, 0, 0.0])
+        row[0] += 1
+        row[1] += outcome.exact
+        row[2] = max(row[2], outcome.worst)
+    text = "; ".join(f"{mode} {exact}/{n} bit-exact (worst {worst:.3g}"
+                     f"{' steps' if mode in ('int8', 'int16') else ''})"
+                     for mode, (n, exact, worst) in sorted(modes.items()))
+    terminalreporter.write_line(f"TFLite conformance against the LiteRT interpreter: {text}")

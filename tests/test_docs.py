@@ -152,6 +152,11 @@ def _build_models(folder: str) -> None:
     model = keras.Sequential([keras.Input((8,), name="features"),
                               keras.layers.Dense(4, activation="relu", name="dense")])
     model.save(os.path.join(folder, "model.keras"))
+    # model.tflite: the SavedModel's serving function through TF's TFLite converter
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([serve.get_concrete_function()],
+                                                                module)
+    with open(os.path.join(folder, "model.tflite"), "wb") as f:
+        f.write(converter.convert())
 
     models = os.path.join(folder, "models")
     os.mkdir(models)
