@@ -15,6 +15,7 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
+from tf2ir.plugins.builtin import tflite_hybrid
 from tf2ir.plugins.tflite import (OHWI, activation, bias_add, data, input_desc, padding,
                                   required, tflite_subgraph)
 
@@ -30,9 +31,12 @@ def _window_attrs(src, dims="hw"):
 
 
 def conv_2d(src, graph):
-    x, w = required(src, graph, 0), required(src, graph, 1, OHWI)
+    x = required(src, graph, 0)
     attrs = dict(_window_attrs(src), data_format="NHWC")
-    y = graph.add_op("Conv2D", [x, w, data(src, graph, 2)], attrs, name="conv").outputs[0]
+    y = tflite_hybrid.conv_2d(src, graph, x, attrs)           # hybrid: TFLite's int8 arithmetic
+    if y is None:
+        y = graph.add_op("Conv2D", [x, required(src, graph, 1, OHWI), data(src, graph, 2)], attrs,
+                         name="conv").outputs[0]
     _finish(src, graph, y)
 
 
@@ -62,6 +66,9 @@ def depthwise_conv_2d(src, graph):
         raise ConversionError(f"a depthwise filter must be [1, H, W, C * M], not {shape}",
                               node=src.name, op_type=src.op_type)
     channels, multiplier = _depthwise_channels(src, x, shape)
+    hybrid = tflite_hybrid.conv_2d(src, graph, x, _window_attrs(src), depthwise=True)
+    if hybrid is not None:                                      # TFLite's int8 arithmetic
+        return _finish(src, graph, hybrid)
     if multiplier == 1:
         w = required(src, graph, 1, OHWI)            # [1, H, W, C]: N the multiplier, C the channels
     else:

@@ -17,6 +17,7 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
+from tf2ir.plugins.builtin import tflite_hybrid
 from tf2ir.plugins.tflite import (activation, bias_add, data, input_desc, required, tflite_op,
                                   tflite_subgraph)
 
@@ -63,11 +64,13 @@ def fully_connected(src, graph):
         raise ConversionError(f"the weights must be [out, in] with a known depth, not {w_shape}",
                               node=src.name, op_type=src.op_type)
     units, depth = w_shape
-    x, w = required(src, graph, 0), required(src, graph, 1)
+    x = required(src, graph, 0)
     flat = _fc_flat_input(src, graph, x, depth)
-    y = graph.add_op("MatMul", [flat, w, None], {"transpose_x1": False, "transpose_x2": True},
-                     name="matmul").outputs[0]
-    y = bias_add(graph, y, data(src, graph, 2))
+    y = tflite_hybrid.fully_connected(src, graph, flat)     # hybrid: TFLite's int8 arithmetic
+    if y is None:
+        y = graph.add_op("MatMul", [flat, required(src, graph, 1), None],
+                         {"transpose_x1": False, "transpose_x2": True}, name="matmul").outputs[0]
+        y = bias_add(graph, y, data(src, graph, 2))
     y = activation(graph, y, src.attr("fused_activation_function"), src)
     if src.attr("keep_num_dims", False) and x.desc.rank != 2:
         if units is None:
