@@ -54,7 +54,8 @@ import numpy as np
 
 from tf2ir.tools.tflite_zoo_models import BUILD_VERSION, CATALOGUE, FLAVOURS, QUICK, stem
 from tf2ir.tools.tflite_zoo_run import (DYNAMIC_RTOL, FLOAT_RTOL, INT8_STEPS, PeerResult, Row,
-                                        compare, one_line, output_scales, run_row)
+                                        compare, one_line, ort_runner, output_scales, run_row,
+                                        timed)
 from tf2ir.tools.tflite_zoo_tables import format_markdown, missing_notes
 
 DEFAULT_MODEL_DIR = os.path.join(tempfile.gettempdir(), "tf2ir-tflite-zoo")
@@ -103,8 +104,9 @@ def ensure_built(name: str, model_dir: str, flavours: List[str], quick: bool,
 
 def run_peers(peer_python: str, peer: str, rows: List[Row], paths: Dict[str, str],
               wants: Dict[str, dict], inputs: str, work_dir: str, repeats: int, threads: int,
-              timeout: float) -> None:
-    """Run `peer` on the model's .tflite files (one child) and put its result in each row."""
+              timeout: float, runs: Dict[str, dict]) -> None:
+    """Run `peer` on the model's .tflite files (one child) and put its result in each row;
+    a tf2onnx model joins `runs` (timed in the parent's onnxruntime beside tf2ir's)."""
     items = []
     for row in rows:
         if row.flavour in paths and wants.get(row.flavour) is not None:
@@ -135,6 +137,15 @@ def run_peers(peer_python: str, peer: str, rows: List[Row], paths: Dict[str, str
             data = json.load(f)
         result.converted, result.convert_s, result.ms = data["converted"], data["convert_s"], data["ms"]
         result.error = data["error"]
+        if data.get("onnx") and os.path.exists(data["onnx"]):
+            try:
+                with np.load(inputs) as feed:
+                    arrays = {f"in{i}": feed[f"in{i}"] for i in range(len(feed.files))}
+                _, run = ort_runner(data["onnx"], threads, arrays)
+                run()          # the warm-up
+                runs[row.flavour][peer] = run
+            finally:
+                os.remove(data["onnx"])
         if data["outputs"]:
             with np.load(data["outputs"]) as out:
                 got = [out[f"out{i}"] for i in range(len(out.files))]
@@ -152,6 +163,7 @@ def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
     inputs = os.path.join(args.model_dir, stem(name, args.quick) + ".npz")
     bounds = {"float": args.float_rtol, "dynamic": args.dynamic_rtol, "int8": args.int8_steps}
     paths, wants = {}, {}
+    runs: Dict[str, dict] = {fl: {} for fl in args.flavour_list}
     built = ensure_built(name, args.model_dir, args.flavour_list, args.quick, args.timeout)
     for row in rows:
         record = built[row.flavour]
@@ -162,16 +174,22 @@ def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
         with np.load(inputs) as data:
             arrays = [data[f"in{i}"] for i in range(len(data.files))]
         paths[row.flavour] = record["path"]
-        _, wants[row.flavour] = run_row(row, record["path"], arrays, work_dir, manager,
-                                        args.repeats, args.threads, bounds)
+        wants[row.flavour] = run_row(row, record["path"], arrays, work_dir, manager,
+                                     args.threads, bounds, runs[row.flavour])
+    if args.peer_python:
+        for peer in args.peer_list:
+            run_peers(args.peer_python, peer, rows, paths, wants, inputs, work_dir,
+                      args.repeats, args.threads, args.timeout, runs)
+    for row in rows:      # tf2ir, the interpreter and tf2onnx round-robin: the same load
+        ms = timed(runs[row.flavour], args.repeats)
+        row.ort_ms, row.litert_ms = ms.get("tf2ir"), ms.get("litert")
+        if "tf2onnx" in ms and "tf2onnx" in row.peers:
+            row.peers["tf2onnx"].ms = ms["tf2onnx"]
+    runs.clear()
     float_ms = next((r.ort_ms for r in rows if r.flavour == "float"), None)
     for row in rows:
         if row.ort_ms and float_ms:
             row.vs_float = round(row.ort_ms / float_ms, 3)
-    if args.peer_python:
-        for peer in args.peer_list:
-            run_peers(args.peer_python, peer, rows, paths, wants, inputs, work_dir,
-                      args.repeats, args.threads, args.timeout)
     return rows
 
 

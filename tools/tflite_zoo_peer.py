@@ -6,9 +6,10 @@ interpreter (--peer-python), never imported by tf2ir: it imports only numpy and 
 JOB.json: {"peer": "tf2onnx" | "openvino", "repeats": N, "threads": T, "items": [{"tflite":
 M.tflite, "inputs": M.npz (in0, in1, ... in the model's input order), "work": DIR, "result":
 R.json}]}. For each item the peer converts the .tflite (timed: tf2onnx.convert.from_tflite,
-what `python -m tf2onnx.convert --tflite` runs, in onnxruntime; openvino.convert_model, then
+what `python -m tf2onnx.convert --tflite` runs, in onnxruntime, the ONNX file kept for
+the zoo to time beside tf2ir's; openvino.convert_model, then
 compiled for the CPU in f32), runs it on the inputs, times `repeats` runs after a warm-up
-(median), and writes R.json ({converted, convert_s, ms, error, outputs}) and the outputs as
+(median), and writes R.json ({converted, convert_s, ms, error, outputs[, onnx]}) and the outputs as
 OUT.npz (out0, out1, ... in the model's output order). One item's failure is its R.json's
 error line; the others go on.
 """
@@ -51,7 +52,7 @@ def _tf2onnx(path, arrays, work, repeats, threads, result):
     feeds = {i.name: a for i, a in zip(session.get_inputs(), arrays)}
     outputs = session.run(None, feeds)
     ms = _median_ms(lambda: session.run(None, feeds), repeats)
-    os.remove(onnx_path)
+    result["onnx"] = onnx_path       # the zoo times it again beside tf2ir's, then removes it
     return outputs, ms
 
 
