@@ -64,12 +64,34 @@ def format_markdown(rows: List[Row], peers: Sequence[str]) -> str:
             lines.append(f"| {r.model} | {r.flavour} | " + " | ".join(cells) + " |")
         lines += ["", "Each cell: conversion seconds · max error against the interpreter · "
                   "median latency (tf2ir and tf2onnx in onnxruntime, OpenVINO on its CPU plugin)."]
+    lines += ["", "TFLite op types (the first flavour's; the others' differences):", ""] + op_type_lines(rows)
     failures = [f"- {r.model} {r.flavour} (tf2ir): {r.error}" for r in rows if r.error]
     failures += [f"- {r.model} {r.flavour} ({p}): {res.error}" for r in rows
                  for p, res in r.peers.items() if res.error]
     if failures:
         lines += ["", "Failures:", ""] + failures
     return "\n".join(lines)
+
+
+def op_type_lines(rows: List[Row]) -> List[str]:
+    """Per model: its first built flavour's op types with counts, then what each other
+    flavour has more or fewer of (full int8: the QUANTIZE/DEQUANTIZE it adds)."""
+    by_model: Dict[str, List[Row]] = defaultdict(list)
+    for r in rows:
+        if r.op_types:
+            by_model[r.model].append(r)
+    lines = []
+    for model, built in by_model.items():
+        first = built[0]
+        text = ", ".join(f"{op} x{n}" for op, n in first.op_types.items())
+        for r in built[1:]:
+            diff = {op: r.op_types.get(op, 0) - first.op_types.get(op, 0)
+                    for op in sorted(set(r.op_types) | set(first.op_types))}
+            changes = ", ".join(f"{op} {n:+d}" for op, n in diff.items() if n)
+            if changes:
+                text += f"; {r.flavour}: {changes}"
+        lines.append(f"- {model} ({first.flavour}): {text}")
+    return lines
 
 
 def missing_notes(rows: List[Row]) -> str:

@@ -52,6 +52,7 @@ def test_quick_tiny_cnn_float_and_int8_convert_and_match(tmp_path, model_dir, ca
     assert rows["int8"]["op_types"] == {"CONV_2D": 2, "DEQUANTIZE": 1, "MEAN": 1, "QUANTIZE": 1}
     assert rows["int8"]["steps"] is not None and rows["int8"]["steps"] <= 1.0
     assert "| TinyCNN | int8 | 5 | ok |" in md
+    assert "- TinyCNN (float): CONV_2D x2, MEAN x1; int8: DEQUANTIZE +1, QUANTIZE +1" in md
     assert "- TinyCNN int8 [ok]: missing none" in notes
 
 
