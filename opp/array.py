@@ -68,6 +68,9 @@ def _infer_cast(node):
 
 @cast.lower
 def _lower_cast(ctx, node):
+    if node.inputs[0].desc.dtype == node.attrs["dst_type"]:   # a no-op (TFLite's DEQUANTIZE of
+        ctx.op.Identity(ctx.input(0), out=ctx.output(0))     # a tensor the view dequantized)
+        return
     ctx.op.Cast(ctx.input(0), out=ctx.output(0), to=ONNX_DTYPES[node.attrs["dst_type"]])
 
 

@@ -10,7 +10,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from tests.conformance.tflite_harness import RESULTS, check_tflite, convert_tflite, spec, to_tflite
+from tests.conformance.tflite_harness import check_tflite, convert_tflite, spec, to_tflite
 
 tf = pytest.importorskip("tensorflow")
 
@@ -22,7 +22,6 @@ TFLITE_TESTED = {"QUANTIZE": ("int8", "int16"), "DEQUANTIZE": ("int8", "int16", 
 RNG = np.random.default_rng(26)
 W = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
 D = RNG.standard_normal((12, 5)).astype(np.float32)
-MINE = []     # this module's outcomes
 
 
 @tf.function
@@ -50,8 +49,7 @@ MODES = [("int8", "float"), ("int8", "int8"), ("int8", "uint8"), ("int16", "floa
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_quantized_model(tmp_path, case, mode, io):
     fn, specs = CASES[case]
-    outcome = check_tflite(tmp_path, fn, specs, mode=mode, io=io, name=f"{case}_{io}")
-    MINE.append(outcome)
+    check_tflite(tmp_path, fn, specs, mode=mode, io=io, name=f"{case}_{io}")
 
 
 def _optimized_ops(path, tmp_path):
@@ -89,6 +87,8 @@ def test_onnxruntime_runs_int8_kernels(tmp_path, case, io, kernels):
     ops = _optimized_ops(onnx_path, tmp_path)
     assert kernels & set(ops), ops
     assert "Conv" not in ops and "Gemm" not in ops, ops
+    if case == "dense":   # the int32 bias is the Gemm's C (qdq rewrite 3): no float Add left
+        assert "Add" not in ops, ops
 
 
 def test_int16_at_opset_21_is_quantize_linear(tmp_path):
@@ -141,15 +141,3 @@ def test_kernels_match_onnx_reference(dtype, axis):
     q = quantize(x, scale, zero.astype(np.int64), axis, dtype)
     np.testing.assert_array_equal(q, q_ref)
     np.testing.assert_array_equal(dequantize(q, scale, zero.astype(np.int64), axis), y_ref)
-
-
-def test_bit_exact_count():
-    """Prints (and checks the presence of) this module's quantized outcomes."""
-    quantized = [o for o in MINE if o.mode in ("int8", "int16")]
-    exact = sum(o.exact for o in quantized)
-    others = [o for o in MINE if o.mode not in ("int8", "int16")]
-    print(f"\nTFLite quantized cases: {exact} of {len(quantized)} bit-exact "
-          f"(worst {max([o.worst for o in quantized], default=0):.2f} steps); float16/dynamic: "
-          f"{sum(o.exact for o in others)} of {len(others)} bit-exact")
-    if MINE:
-        assert all(o.worst <= 1 + 1e-3 for o in quantized)

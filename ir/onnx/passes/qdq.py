@@ -9,7 +9,9 @@ arithmetic between. Two rewrites give it:
    zero point broadcast to the weight's shape and moved with it);
 2. a per-channel Add/Sub after such a Conv (a BiasAdd) goes into its bias, and a per-channel
    Mul/Div by positive constants (a batch norm's scale) into the weight's scale and the bias;
-   a per-column Add/Sub after such a Gemm into its C.
+   a per-column Add/Sub after such a Gemm into its C;
+3. a dequantized constant vector added after such a Gemm (a TFLite FULLY_CONNECTED's int32
+   bias) becomes its C.
 
 The dequantized weight is unchanged (rewrite 1) or scaled as TF's float arithmetic after the
 convolution scales it (rewrite 2, one float rounding apart). Graphs without DequantizeLinear
@@ -171,8 +173,31 @@ def _fold_followers(g: OnnxGraph, node: OnnxNode) -> int:
         count += 1
 
 
+def _dequantized_bias_into_gemm(g: OnnxGraph, node: OnnxNode) -> int:
+    """Rewrite 3: a Gemm without C whose weight is dequantized and whose one reader adds a
+    dequantized constant vector, one per column (a TFLite FULLY_CONNECTED's int32 bias), takes
+    that vector as its C: onnxruntime then fuses the bias into its QGemm."""
+    if len(node.input) > 2 and node.input[2] or _weight_dq(g, node) is None \
+            or node.attr("alpha", 1.0) != 1.0 or node.attr("beta", 1.0) != 1.0:
+        return 0
+    m = g.only_user(node.output[0])
+    if m is None or m.op_type != "Add" or not m.standard or len(m.input) != 2:
+        return 0
+    other = m.input[1] if m.input[0] == node.output[0] else m.input[0]
+    bias_dq = g.producer(other)
+    bias = _constants(g, bias_dq) if bias_dq is not None and \
+        bias_dq.op_type == "DequantizeLinear" else None
+    q = _constants(g, _weight_dq(g, node))[0]
+    columns = q.shape[0] if node.attr("transB", 0) else q.shape[1]
+    if bias is None or other == node.output[0] or bias[0].shape != (columns,):
+        return 0
+    g.set_input(node, 2, other)
+    _absorb(g, node, m)
+    return 1
+
+
 def fold_into_quantized_weights(g: OnnxGraph) -> int:
-    """Rewrites 1 and 2 (see the module's doc); return how many nodes went."""
+    """Rewrites 1 to 3 (see the module's doc); return how many nodes went."""
     if not g.of_type("DequantizeLinear"):
         return 0
     count = 0
@@ -182,4 +207,6 @@ def fold_into_quantized_weights(g: OnnxGraph) -> int:
     for node in g.of_type("Conv", "Gemm"):
         if len(node.output) == 1 and (node.op_type == "Conv" or len(node.input) >= 2):
             count += _fold_followers(g, node)
+            if node.op_type == "Gemm":
+                count += _dequantized_bias_into_gemm(g, node)
     return count
