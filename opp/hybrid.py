@@ -20,11 +20,14 @@ rescale; these ops do the same, so that the product's integer part is TFLite's e
 Quantization parameters (asymmetric): rmin = min(0, min x), rmax = max(0, max x); scale =
 (rmax - rmin) / 255 and the zero point from the end with the smaller error, rounded half away
 from zero and clamped, in float64; the float32 scale's inverse 1.0 / scale in float64, stored
-float32; q = round_half_away(zero_point + x * inverse), clamped. A row of zeros: scale 1, zero
-point 0. Symmetric: range = max |x|, scale = range / 127, q = round_half_away(x * (127 / range)).
+float32; q = round_half_away(x * inverse) + zero_point, clamped, the product exact (TFLite's
+x86 kernels round the exact product: a float32 product of 126.5 where the exact one is
+126.4999994 rounds to 126 in TFLite, measured). A row of zeros: scale 1, zero point 0.
+Symmetric: range = max |x|, scale = range / 127, q = round_half_away(x * (127 / range)).
 
-Lowering: the parameters in float64/float32 element-wise ONNX ops, round half away from zero as
-Cast to int8 (which truncates) of v + sign(v) * 0.49999997 clamped, the product MatMulInteger /
+Lowering: the parameters in float64/float32 element-wise ONNX ops; the product x * inverse in
+float64, rounded half away from zero as the Cast to int32 (which truncates) of v + sign(v) *
+0.49999999999999994, + zero point, clamped, Cast to int8; the product MatMulInteger /
 ConvInteger (int8 x int8, int32 accumulation: exact), the zero-point correction in int32, the
 rescale in float32. The numpy kernels are the same arithmetic.
 """
@@ -41,7 +44,7 @@ from tf2ir.opp.layouts import spatial_attrs
 OPS = OpSet("tf2ir.opp.hybrid")
 
 F32 = np.float32
-HALF_BELOW = np.nextafter(F32(0.5), F32(0))         # 0.49999997: round half away by truncation
+HALF_BELOW_64 = np.nextafter(0.5, 0.0)               # round half away from zero by truncation
 
 
 # -- the arithmetic in numpy ----------------------------------------------------------------------
@@ -70,13 +73,15 @@ def quantize_rows(rows: np.ndarray, asymmetric: bool):
     rows = np.asarray(rows, F32)
     if asymmetric:
         scale, inverse, zero = asymmetric_params(rows)
-        t = zero.astype(F32)[:, None] + rows * inverse[:, None]
-        return np.clip(round_half_away(t), -128, 127).astype(np.int32), scale, zero
+        t = round_half_away(rows.astype(np.float64) * inverse[:, None]) + zero[:, None]
+        return np.clip(t, -128, 127).astype(np.int32), scale, zero
     top = np.maximum(np.abs(rows.min(axis=1, initial=0)), np.abs(rows.max(axis=1, initial=0)))
     same = top == 0
     top = np.where(same, F32(1), top).astype(F32)
     scale = np.where(same, F32(1), top / F32(127)).astype(F32)
-    q = np.clip(round_half_away(rows * (F32(127) / top)[:, None]), -127, 127).astype(np.int32)
+    inverse = (F32(127) / top).astype(np.float64)
+    q = np.clip(round_half_away(rows.astype(np.float64) * inverse[:, None]), -127, 127)
+    q = q.astype(np.int32)
     return q, scale, np.zeros(len(rows), np.int32)
 
 
@@ -204,16 +209,20 @@ class _Emit:
     def cast(self, value, dtype):
         return self.op.Cast(value, to=ONNX_DTYPES[dtype])
 
-    def round_to_int8(self, v, low):
-        """int8 of round_half_away(float32 v) clamped to [low, 127]: v + sign(v) * 0.49999997
-        clamped, truncated by Cast."""
+    def quantize(self, x, inverse, zero, low):
+        """int8 of round_half_away(x * inverse) + zero clamped to [low, 127]: the product of
+        float32 x and float32 `inverse` in float64 (exact), + sign * 0.49999999999999994,
+        truncated by a Cast to int32, + zero (int32, or None), clamped, as int8."""
         o = self.op
-        v = o.Add(v, o.Mul(o.Sign(v), self.c(HALF_BELOW)))
-        return self.cast(o.Clip(v, self.c(low), self.c(127)), "int8")
+        v = o.Mul(self.cast(x, "float64"), self.cast(inverse, "float64"))
+        v = self.cast(o.Add(v, o.Mul(o.Sign(v), self.c(HALF_BELOW_64, "float64"))), "int32")
+        if zero is not None:
+            v = o.Add(v, zero)
+        return self.cast(o.Clip(v, self.c(low, "int32"), self.c(127, "int32")), "int8")
 
 
 def _emit_quantize(e: _Emit, x: str, axes, asymmetric: bool):
-    """(q int8, scale float32, zero point int32 or None) of float32 `x` quantized per slice
+    """(q int8, scale float32, zero point int32) of float32 `x` quantized per slice
     (the reduction `axes` kept as 1s), as `quantize_rows`."""
     o, axes_c = e.op, e.c(list(axes), "int64")
     low, high = o.ReduceMin(x, axes_c, keepdims=1), o.ReduceMax(x, axes_c, keepdims=1)
@@ -222,7 +231,11 @@ def _emit_quantize(e: _Emit, x: str, axes, asymmetric: bool):
         same = o.Equal(top, e.c(0))
         top = o.Where(same, e.c(1), top)
         scale = o.Where(same, e.c(1), o.Div(top, e.c(127)))
-        return e.round_to_int8(o.Mul(x, o.Div(e.c(127), top)), -127), scale, None
+        # zero point 0, computed at run time: the int32 correction it feeds stands between
+        # MatMulInteger and its Cast, where onnxruntime's MatMulIntegerToFloat fusion (ORT
+        # 1.32) would otherwise take the [rows, units] rescale for a per-column one
+        zero = e.cast(o.Less(top, e.c(0)), "int32")
+        return e.quantize(x, o.Div(e.c(127), top), None, -127), scale, zero
     rmin = e.cast(o.Min(low, e.c(0)), "float64")
     rmax = e.cast(o.Max(high, e.c(0)), "float64")
     same = o.Equal(rmin, rmax)
@@ -235,8 +248,8 @@ def _emit_quantize(e: _Emit, x: str, axes, asymmetric: bool):
                                                    e.c(127, "float64")))
     scale32 = e.cast(scale, "float32")
     inverse = e.cast(o.Div(e.c(1, "float64"), e.cast(scale32, "float64")), "float32")
-    t = o.Add(e.cast(zero, "float32"), o.Mul(x, inverse))
-    return e.round_to_int8(t, -128), scale32, e.cast(zero, "int32")
+    zero = e.cast(zero, "int32")
+    return e.quantize(x, inverse, zero, -128), scale32, zero
 
 
 @hybrid_matmul.lower
@@ -248,9 +261,8 @@ def _lower_matmul(ctx, node):
     e, o = _Emit(ctx), ctx.op
     q, scale, zero = _emit_quantize(e, ctx.input(0), [1], bool(node.attrs["asymmetric"]))
     acc = o.MatMulInteger(q, ctx.constant(np.ascontiguousarray(w.T), "weights_t"))
-    if zero is not None:
-        sums = ctx.constant(w.astype(np.int32).sum(axis=1).astype(np.int32)[None, :], "weight_sums")
-        acc = o.Sub(acc, o.Mul(zero, sums))
+    sums = ctx.constant(w.astype(np.int32).sum(axis=1).astype(np.int32)[None, :], "weight_sums")
+    acc = o.Sub(acc, o.Mul(zero, sums))
     ws = _weight_scale(node.attrs["weight_scale"], w.shape[0])
     factor = o.Mul(scale, ctx.constant(ws[None, :], "weight_scale"))
     bias = ctx.input(2) if len(node.inputs) > 2 else None
