@@ -1,5 +1,6 @@
 """The TFLite model zoo: keras.applications models, the bench's transformers and an LSTM,
-converted by TF's TFLiteConverter to float, dynamic-range int8 and full int8, then through
+converted by TF's TFLiteConverter to float, dynamic-range int8 and full int8 (and float16
+weights with --flavours ...,float16), then through
 tf2ir, compared with the LiteRT interpreter and timed in onnxruntime; optionally the same
 .tflite files through the peer converters (tf2onnx --tflite, OpenVINO) in the same run.
 
@@ -52,7 +53,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from tf2ir.tools.tflite_zoo_models import BUILD_VERSION, CATALOGUE, FLAVOURS, QUICK, stem
+from tf2ir.tools.tflite_zoo_models import (BUILD_VERSION, CATALOGUE, DEFAULT_FLAVOURS, FLAVOURS,
+                                           QUICK, stem)
 from tf2ir.tools.tflite_zoo_run import (DYNAMIC_RTOL, FLOAT_RTOL, INT8_STEPS, PeerResult, Row,
                                         compare, one_line, ort_runner, output_scales, run_row,
                                         timed)
@@ -161,7 +163,8 @@ def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
     """Every asked flavour of one model: built (cached), through tf2ir and the peers."""
     rows = [Row(name, fl) for fl in args.flavour_list]
     inputs = os.path.join(args.model_dir, stem(name, args.quick) + ".npz")
-    bounds = {"float": args.float_rtol, "dynamic": args.dynamic_rtol, "int8": args.int8_steps}
+    bounds = {"float": args.float_rtol, "float16": args.float_rtol, "dynamic": args.dynamic_rtol,
+              "int8": args.int8_steps}
     paths, wants = {}, {}
     runs: Dict[str, dict] = {fl: {} for fl in args.flavour_list}
     built = ensure_built(name, args.model_dir, args.flavour_list, args.quick, args.timeout)
@@ -208,8 +211,9 @@ def parse_args(argv: Optional[List[str]]):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", help=f"comma-separated, of: {', '.join(CATALOGUE)} "
                         "(default: all but TinyCNN; --quick: " + ", ".join(QUICK) + ")")
-    parser.add_argument("--flavours", default=",".join(FLAVOURS),
-                        help="comma-separated, of float, dynamic, int8 (default: all)")
+    parser.add_argument("--flavours", default=",".join(DEFAULT_FLAVOURS),
+                        help="comma-separated, of float, dynamic, int8, float16 (float16 "
+                        "weights; default: float,dynamic,int8)")
     parser.add_argument("--repeats", type=int, help="timed runs per latency (median; default 20, "
                         "--quick 5)")
     parser.add_argument("--threads", type=int, default=1,

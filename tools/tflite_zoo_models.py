@@ -9,7 +9,8 @@ flavour:
 - dynamic: Optimize.DEFAULT without data (int8 weights, float activations: hybrid kernels);
 - int8:    full integer (Optimize.DEFAULT, TFLITE_BUILTINS_INT8, float inputs and outputs),
            calibrated on CALIBRATION draws from a fixed seed. A model the converter cannot
-           quantize fully is retried with float fallback (TFLITE_BUILTINS too), noted.
+           quantize fully is retried with float fallback (TFLITE_BUILTINS too), noted;
+- float16: float16 weights (Optimize.DEFAULT, supported_types float16), asked for by name.
 
 The LSTM is tf_keras' (Keras 2) LSTM through from_keras_model, which TF's converter fuses
 into UNIDIRECTIONAL_SEQUENCE_LSTM (Keras 3's LSTM becomes a WHILE loop, whose full-int8
@@ -39,7 +40,8 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-FLAVOURS = ("float", "dynamic", "int8")
+FLAVOURS = ("float", "dynamic", "int8", "float16")
+DEFAULT_FLAVOURS = ("float", "dynamic", "int8")
 SEED = 20261127
 CALIBRATION = 16          # representative draws for full int8
 BUILD_VERSION = 2         # bump when what a build writes changes (invalidates the cache)
@@ -161,6 +163,8 @@ def to_tflite(built: Built, flavour: str, fallback: bool = False) -> bytes:
         converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], built.fn)
     if flavour != "float":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if flavour == "float16":
+        converter.target_spec.supported_types = [tf.float16]
     if flavour == "int8":
         def data():
             rng = np.random.default_rng(SEED)
