@@ -177,7 +177,9 @@ def _dequantized_bias_into_gemm(g: OnnxGraph, node: OnnxNode) -> int:
     """Rewrite 3: a Gemm without C whose weight is dequantized and whose one reader adds a
     dequantized constant vector, one per column (a TFLite FULLY_CONNECTED's int32 bias), takes
     that vector as its C: onnxruntime then fuses the bias into its QGemm."""
-    if len(node.input) > 2 and node.input[2] or _weight_dq(g, node) is None \
+    weight_dq = _weight_dq(g, node)
+    weight = _constants(g, weight_dq) if weight_dq is not None else None
+    if len(node.input) > 2 and node.input[2] or weight is None \
             or node.attr("alpha", 1.0) != 1.0 or node.attr("beta", 1.0) != 1.0:
         return 0
     m = g.only_user(node.output[0])
@@ -187,7 +189,7 @@ def _dequantized_bias_into_gemm(g: OnnxGraph, node: OnnxNode) -> int:
     bias_dq = g.producer(other)
     bias = _constants(g, bias_dq) if bias_dq is not None and \
         bias_dq.op_type == "DequantizeLinear" else None
-    q = _constants(g, _weight_dq(g, node))[0]
+    q = weight[0]
     columns = q.shape[0] if node.attr("transB", 0) else q.shape[1]
     if bias is None or other == node.output[0] or bias[0].shape != (columns,):
         return 0
