@@ -61,13 +61,15 @@ def _optimized_ops(path, tmp_path):
 
 @pytest.mark.parametrize("case,io,kernels", [
     ("conv", "float", {"QLinearConv"}), ("conv", "uint8", {"QLinearConv"}),
+    ("conv", "int8", {"QLinearConv"}),
     ("dense", "float", {"QGemm", "QLinearMatMul", "MatMulInteger"}),
     ("add", "int8", {"QLinearAdd"})])
 def test_onnxruntime_runs_int8_kernels(tmp_path, case, io, kernels):
     """The full-int8 model as tf2ir writes it: int8 weights read through DequantizeLinear
     (not folded into float), and onnxruntime's optimized graph computes with an int8 kernel.
-    (An int8 conv whose input is an int8 graph input stays float on x86: onnxruntime fuses
-    int8 activations there only from Q -> DQ pairs it turns to uint8.)"""
+    An int8 graph input/output too (onnxruntime on x86 fuses int8 activations only from
+    Q -> DQ pairs it turns to uint8: the qdq_io pass gives them theirs), its results within
+    a step of the interpreter."""
     fn, specs = CASES[case]
     path = tmp_path / f"{case}.tflite"
     path.write_bytes(to_tflite(fn, specs, "int8", io))
@@ -89,6 +91,9 @@ def test_onnxruntime_runs_int8_kernels(tmp_path, case, io, kernels):
     assert "Conv" not in ops and "Gemm" not in ops, ops
     if case == "dense":   # the int32 bias is the Gemm's C (qdq rewrite 3): no float Add left
         assert "Add" not in ops, ops
+    if io == "int8":
+        (tmp_path / "check").mkdir()
+        check_tflite(tmp_path / "check", fn, specs, mode="int8", io=io, name=f"{case}_kernels")
 
 
 def test_int16_at_opset_21_is_quantize_linear(tmp_path):

@@ -21,6 +21,7 @@ from tf2ir.ir.onnx.passes.matmul import (einsums_to_matmuls, attention_form,
 from tf2ir.ir.onnx.passes.pool import reduce_means_to_global_pools
 from tf2ir.ir.onnx.passes.qdq import fold_into_quantized_weights
 from tf2ir.ir.onnx.passes.qdq_hoist import hoist_transposes_above_dequantize
+from tf2ir.ir.onnx.passes.qdq_io import pair_int8_graph_io
 from tf2ir.ir.onnx.passes.pad import fold_pads_into_convs, fold_pads_into_pools
 from tf2ir.ir.onnx.passes.reshape import simplify_reshapes
 from tf2ir.ir.onnx.passes.scale import sink_scales_into_weights
@@ -36,7 +37,7 @@ def _onnx(name, run, description, after=(), repeat=False, before=(), default=Tru
 
 _REWRITES = ("fold", "einsum", "reshape", "layout", "identity", "affine", "pad", "concat",
              "pool_pad", "global_pool", "scale", "activation", "attention_form", "matmul_merge",
-             "cse", "qdq", "qdq_hoist")
+             "cse", "qdq", "qdq_hoist", "qdq_io")
 
 ONNX_PASSES: List[PassRecord] = [
     _onnx("fold", fold_lowered_constants,
@@ -65,6 +66,10 @@ ONNX_PASSES: List[PassRecord] = [
           "(onto the integer tensor, a per-axis scale's axis following), so that the op after "
           "reads the DequantizeLinear and onnxruntime fuses QLinearConv and its kin",
           after=("fold", "layout", "identity"), before=("cse",)),
+    _onnx("qdq_io", pair_int8_graph_io,
+          "an int8 graph input read by DequantizeLinear, and an int8 graph output written by "
+          "QuantizeLinear, given the Q -> DQ pair onnxruntime's x86 int8 kernels need",
+          after=("qdq_hoist", "identity"), before=("cse",)),
     _onnx("affine", fold_affine_into_weights,
           "per-channel Add/Mul (bias, batch norm) folded into Conv/Gemm/MatMul weights",
           after=("fold", "layout", "identity")),
