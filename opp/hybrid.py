@@ -30,6 +30,15 @@ float64, rounded half away from zero as the Cast to int32 (which truncates) of v
 0.49999999999999994, + zero point, clamped, Cast to int8; the product MatMulInteger /
 ConvInteger (int8 x int8, int32 accumulation: exact), the zero-point correction in int32, the
 rescale in float32. The numpy kernels are the same arithmetic.
+
+`--quantized qdq` (ExportOptions.quantized, read as opp/quantize_qdq.py `wanted`) lowers them to
+what onnxruntime runs fastest instead, close to TFLite but not its arithmetic: HybridMatMul as
+DynamicQuantizeLinear (uint8, one scale for the whole input: a single row quantizes as TFLite
+quantizes it, several rows share the widest row's step) -> MatMulInteger -> Cast -> Mul by
+x_scale * weight_scale (+ bias), which onnxruntime fuses into one DynamicQuantizeMatMul;
+HybridConv2D as a float Conv over the dequantized filter (a float32 initializer: onnxruntime's
+ConvInteger runs 4-7 times slower than its float Conv, and has no fused dynamic form), which
+differs from TFLite by TFLite's own input quantization error. No float64 in either.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from tf2ir.ir import ConversionError, OpSet, TensorDesc
 from tf2ir.ir.onnx.writer import ONNX_DTYPES
 from tf2ir.opp.conv import same_pads, windowed_shape
 from tf2ir.opp.layouts import spatial_attrs
+from tf2ir.opp.quantize_qdq import wanted
 
 OPS = OpSet("tf2ir.opp.hybrid")
 
@@ -258,6 +268,9 @@ def _lower_matmul(ctx, node):
     if w is None:
         raise ConversionError("HybridMatMul needs constant weights")
     w = np.asarray(w, np.int8)
+    if wanted(ctx):
+        _fast_matmul(ctx, node, w)
+        return
     e, o = _Emit(ctx), ctx.op
     q, scale, zero = _emit_quantize(e, ctx.input(0), [1], bool(node.attrs["asymmetric"]))
     acc = o.MatMulInteger(q, ctx.constant(np.ascontiguousarray(w.T), "weights_t"))
@@ -284,11 +297,6 @@ def _lower_conv(ctx, node):
     x = node.inputs[0].desc
     spatial = [None, None] if x.shape is None else list(x.shape[1:3])
     top, left, bottom, right = _pads(attrs, spatial, kernel)
-    e, o = _Emit(ctx), ctx.op
-    data = ctx.input(0)
-    if any((top, left, bottom, right)):
-        data = o.Pad(data, e.c([0, top, left, 0, 0, bottom, right, 0], "int64"), e.c(0))
-    q, scale, zero = _emit_quantize(e, data, [1, 2, 3], True)
     if depthwise:
         channels = None if x.shape is None else x.shape[3]
         if channels is None or out % channels:
@@ -297,6 +305,14 @@ def _lower_conv(ctx, node):
     else:
         w_onnx, groups = np.transpose(w, (0, 3, 1, 2)), 1                  # OIHW
     w_onnx = np.ascontiguousarray(w_onnx)
+    if wanted(ctx):
+        _fast_conv(ctx, node, w_onnx, groups, kernel, [top, left, bottom, right])
+        return
+    e, o = _Emit(ctx), ctx.op
+    data = ctx.input(0)
+    if any((top, left, bottom, right)):
+        data = o.Pad(data, e.c([0, top, left, 0, 0, bottom, right, 0], "int64"), e.c(0))
+    q, scale, zero = _emit_quantize(e, data, [1, 2, 3], True)
     acc = o.ConvInteger(o.Transpose(q, perm=[0, 3, 1, 2]), ctx.constant(w_onnx, "filter_oihw"),
                         group=groups, kernel_shape=kernel,
                         strides=spatial_attrs(attrs["strides"], "NHWC"),
@@ -311,4 +327,52 @@ def _lower_conv(ctx, node):
     bias = ctx.input(2) if len(node.inputs) > 2 else None
     if bias:
         y = o.Add(y, o.Reshape(bias, e.c([1, -1, 1, 1], "int64")))
+    o.Transpose(y, perm=[0, 2, 3, 1], out=ctx.output(0))
+
+
+# -- --quantized qdq: the fast forms --------------------------------------------------------------
+def _bias(ctx, node, shape):
+    """The bias reshaped to `shape` (a constant folded), or None."""
+    if len(node.inputs) < 3 or not ctx.input(2):
+        return None
+    value = ctx.const_input(2)
+    if value is not None:
+        return ctx.constant(np.asarray(value, F32).reshape(shape), "bias")
+    return ctx.op.Reshape(ctx.input(2), ctx.constant(np.array(shape, np.int64)))
+
+
+def _fast_matmul(ctx, node, w):
+    """DynamicQuantizeLinear (uint8, one scale for the whole input) -> MatMulInteger with the
+    int8 weights -> Cast -> Mul by x_scale * weight_scale (+ bias): onnxruntime fuses it into
+    one DynamicQuantizeMatMul. One row (a batch of 1) quantizes as TFLite quantizes it."""
+    o = ctx.op
+    ws = _weight_scale(node.attrs["weight_scale"], w.shape[0])
+    q, scale, zero = o.DynamicQuantizeLinear(ctx.input(0), outputs=3)
+    acc = o.MatMulInteger(q, ctx.constant(np.ascontiguousarray(w.T), "weights_t"), zero)
+    y = o.Mul(o.Cast(acc, to=ONNX_DTYPES["float32"]),
+              o.Mul(scale, ctx.constant(ws, "weight_scale")))
+    bias = _bias(ctx, node, [1, -1])
+    if bias is None:
+        o.Identity(y, out=ctx.output(0))
+    else:
+        o.Add(y, bias, out=ctx.output(0))
+
+
+def _fast_conv(ctx, node, w_onnx, groups, kernel, pads):
+    """A float Conv over the dequantized filter (a float32 initializer): onnxruntime has no
+    fast dynamically quantized convolution (ConvInteger runs 4-7 times slower than the
+    float Conv on MobileNetV2); the layout pass sinks the Transposes between convolutions."""
+    o, attrs = ctx.op, node.attrs
+    ws = _weight_scale(attrs["weight_scale"], len(w_onnx)).reshape(-1, 1, 1, 1)
+    inputs = [o.Transpose(ctx.input(0), perm=[0, 3, 1, 2]),
+              ctx.constant(np.ascontiguousarray(w_onnx.astype(F32) * ws), "filter")]
+    bias = _bias(ctx, node, [1, -1, 1, 1])
+    if bias is not None and ctx.const_input(2) is not None:
+        inputs.append(ctx.constant(np.asarray(ctx.const_input(2), F32).reshape(-1), "bias"))
+        bias = None
+    y = o.Conv(*inputs, group=groups if groups != 1 else None, kernel_shape=kernel,
+               strides=spatial_attrs(attrs["strides"], "NHWC"),
+               dilations=spatial_attrs(attrs["dilations"], "NHWC"), pads=pads)
+    if bias is not None:
+        y = o.Add(y, bias)
     o.Transpose(y, perm=[0, 2, 3, 1], out=ctx.output(0))

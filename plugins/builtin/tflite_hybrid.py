@@ -8,7 +8,8 @@ weights (a TFLiteDequantize node) so that the float mappings serve every model; 
 operator the float product differs from TFLite's by the input's quantization error. These
 functions, called by the FULLY_CONNECTED and convolution mappings, map a hybrid operator to
 HybridMatMul / HybridConv2D instead, which reproduce TFLite's arithmetic (its integer product
-exactly), reading the int8 weights from the model (the dequantized weights go unused).
+exactly), reading the int8 weights from the model (the dequantized weights go unused);
+`--quantized qdq` lowers those ops to onnxruntime's fast dynamic-quantization forms instead.
 
 An operator is hybrid when its input 0 is float32 and its weights an int8 constant with
 scales and zero points 0 (and its bias, if any, float32): `hybrid_weights` says so.

@@ -246,3 +246,141 @@ def test_rounding(tmp_path):
     x[1] = np.abs(x[1])
     _within_ulps(session.run(None, {session.get_inputs()[0].name: x})[0],
                  _builtin_kernels(data, x), 2)
+
+
+# -- --quantized qdq: the fast forms --------------------------------------------------------------
+def _qdq_onnx(tmp_path, name, data):
+    """The .tflite bytes converted with quantized="qdq" (the API's --quantized qdq) → ONNX path."""
+    import tf2ir
+    path = os.path.join(str(tmp_path), f"{name}.tflite")
+    with open(path, "wb") as f:
+        f.write(data)
+    onnx_path = path[:-len(".tflite")] + "_qdq.onnx"
+    tf2ir.convert(path, quantized="qdq", quiet=True).save(onnx_path)
+    return onnx_path
+
+
+def _doubles(path):
+    """Every float64 in an ONNX model: initializers, Cast targets and inferred value types."""
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    double = onnx.TensorProto.DOUBLE
+    found = [t.name for t in model.graph.initializer if t.data_type == double]
+    found += [n.name for n in model.graph.node if n.op_type == "Cast" and
+              any(a.name == "to" and a.i == double for a in n.attribute)]
+    found += [v.name for v in model.graph.value_info if v.type.tensor_type.elem_type == double]
+    return found
+
+
+def _input_steps(x, per):
+    """TFLite's quantization step of each row (FC) or image (conv) of `x`: (max - min) / 255
+    of the range widened to hold 0."""
+    flat = x.reshape(len(x), -1) if per == "image" else x.reshape(-1, x.shape[-1])
+    return (np.maximum(flat.max(1), 0) - np.minimum(flat.min(1), 0)) / 255
+
+
+def _qdq_bound(data, x, op_type):
+    """Per output element, the most the qdq form can differ from TFLite's hybrid kernel:
+    step * sum |w| over the output channel's dequantized weights, `step` the largest step
+    either quantization of the input uses (each input element is off by at most half a step in
+    each; the conv form's float product is off by TFLite's half step alone)."""
+    op, tensors = _operator(data, op_type)
+    w = tensors[op.inputs[1]]
+    scale = np.asarray(w.quantization.scale, F32)
+    weights = np.asarray(w.data, np.float64)
+    if op_type == "DEPTHWISE_CONV_2D":
+        per_channel = np.abs(weights).sum(axis=(0, 1, 2)) * scale
+    else:
+        per_channel = np.abs(weights).reshape(len(weights), -1).sum(1) * scale
+    per = "row" if op_type == "FULLY_CONNECTED" else "image"
+    return _input_steps(x, per).max() * per_channel
+
+
+QDQ_CASES = {"fc_relu": "FULLY_CONNECTED", "conv_same_relu6": "CONV_2D",
+             "conv_stride2": "CONV_2D", "conv_valid_dilated": "CONV_2D",
+             "depthwise": "DEPTHWISE_CONV_2D", "depthwise_multiplier2": "DEPTHWISE_CONV_2D"}
+
+
+@pytest.mark.parametrize("name", list(QDQ_CASES))
+def test_qdq_within_quantization_bound(tmp_path, name):
+    """--quantized qdq: FULLY_CONNECTED as DynamicQuantizeLinear + MatMulInteger (one scale for
+    the whole input), convolutions as float Conv over the dequantized filter. Against TFLite's
+    own kernels within the input-quantization bound of _qdq_bound (+ rtol 1e-5 for the float
+    rescale); a single FC row quantizes as TFLite does: within TIGHT. The product of the float
+    input and the float weights (no input quantization at all) would be in the bound too: the
+    bound catches a wrong layout, scale or zero point (whole units), not that."""
+    fn, shape, _ = CASES[name]
+    op_type = QDQ_CASES[name]
+    data = to_tflite(fn, [spec(shape)], "dynamic")
+    session = ort.InferenceSession(_qdq_onnx(tmp_path, name, data),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(SEED + 5)
+    for batch in (1, 3):
+        x = rng.uniform(-2, 2, [batch, *shape[1:]]).astype(F32)
+        x[-1] = np.abs(x[-1])
+        got = session.run(None, {session.get_inputs()[0].name: x})[0]
+        want = _builtin_kernels(data, x)
+        error = np.abs(got - want)
+        bound = _qdq_bound(data, x, op_type) + 1e-5 * np.abs(want)
+        assert np.all(error <= bound), (name, batch, float(error.max()), float(bound.min()))
+        if op_type == "FULLY_CONNECTED" and batch == 1:
+            np.testing.assert_allclose(got, want, **TIGHT)
+
+
+QDQ_FORMS = {  # op types the written ONNX must hold / must not hold, per product
+    "FULLY_CONNECTED": ({"DynamicQuantizeLinear", "MatMulInteger"}, {"MatMul", "Gemm"}),
+    "CONV_2D": ({"Conv"}, {"ConvInteger", "DynamicQuantizeLinear"}),
+    "DEPTHWISE_CONV_2D": ({"Conv"}, {"ConvInteger", "DynamicQuantizeLinear"}),
+}
+
+
+CW2 = RNG.standard_normal((1, 1, 24, 64)).astype(F32)      # 1,536
+DW3 = RNG.standard_normal((3, 3, 64, 2)).astype(F32)       # 1,152
+
+
+@tf.function
+def conv_chain(x):
+    y = tf.nn.relu6(tf.nn.conv2d(x, CW, 1, "SAME") + CB)
+    y = tf.nn.relu(tf.nn.conv2d(y, CW2, 1, "SAME"))
+    return tf.nn.depthwise_conv2d(y, DW3, [1, 1, 1, 1], "SAME")
+
+
+
+def test_qdq_forms(tmp_path):
+    """The qdq forms' ONNX: FULLY_CONNECTED reads DynamicQuantizeLinear into MatMulInteger,
+    which onnxruntime's optimized graph fuses into one DynamicQuantizeMatMul; convolutions are
+    float Convs whose filter is a float32 initializer; no float64 anywhere (the exact form has
+    it: the check can fail); three hybrid convolutions in a row keep NCHW between them (the
+    layout pass cancels the Transposes: one in, one out)."""
+    for name, (fn, shape) in {"fc_relu": (fc_relu, [None, 64]),
+                              "conv_chain": (conv_chain, [None, 8, 8, 16])}.items():
+        data = to_tflite(fn, [spec(shape)], "dynamic")
+        exact = _convert(tmp_path, name, data)
+        assert _doubles(exact), "the exact form computes the parameters in float64"
+        integer = [n.op_type for n in onnx.load(exact).graph.node if n.op_type.endswith("Integer")]
+        assert len(integer) == (3 if name == "conv_chain" else 1), integer     # all hybrid
+        path = _qdq_onnx(tmp_path, name, data)
+        model = onnx.load(path)
+        ops = [node.op_type for node in model.graph.node]
+        assert not _doubles(path), _doubles(path)
+        op_types = [op.op_type for op in _operator_list(data)]
+        for op_type in set(op_types) & set(QDQ_FORMS):
+            held, absent = QDQ_FORMS[op_type]
+            assert held <= set(ops) and not absent & set(ops), (op_type, sorted(set(ops)))
+        initializers = {t.name: t for t in model.graph.initializer}
+        for node in model.graph.node:
+            if node.op_type == "Conv":
+                assert initializers[node.input[1]].data_type == onnx.TensorProto.FLOAT
+        if name == "conv_chain":
+            assert op_types.count("CONV_2D") + op_types.count("DEPTHWISE_CONV_2D") == 3
+            assert ops.count("Conv") == 3 and ops.count("Transpose") == 2, ops
+        else:
+            options = ort.SessionOptions()
+            options.optimized_model_filepath = os.path.join(str(tmp_path), "optimized.onnx")
+            ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            fused = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+            assert "DynamicQuantizeMatMul" in fused and "MatMulInteger" not in fused, fused
+
+
+def _operator_list(data):
+    from tf2ir.parser.tflite_model import parse_tflite
+    return parse_tflite(data, "model").subgraphs[0].operators
