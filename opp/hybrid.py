@@ -27,9 +27,10 @@ Symmetric: range = max |x|, scale = range / 127, q = round_half_away(x * (127 / 
 
 Lowering: the parameters in float64/float32 element-wise ONNX ops; the product x * inverse in
 float64, rounded half away from zero as the Cast to int32 (which truncates) of v + sign(v) *
-0.49999999999999994, + zero point, clamped, Cast to int8; the product MatMulInteger /
-ConvInteger (int8 x int8, int32 accumulation: exact), the zero-point correction in int32, the
-rescale in float32. The numpy kernels are the same arithmetic.
+0.49999999999999994, + zero point + 128, clamped, Cast to uint8 (q + 128); the product
+MatMulInteger (uint8 with zero point 128 x int8) / ConvInteger (uint8 x the filter + 128 as
+uint8, both zero points 128: onnxruntime's fast uint8 kernels; the same integers as int8 x int8),
+int32 accumulation (exact), the zero-point correction in int32, the rescale in float32. The numpy kernels are the same arithmetic.
 
 `--quantized qdq` (ExportOptions.quantized, read as opp/quantize_qdq.py `wanted`) lowers them to
 what onnxruntime runs fastest instead, close to TFLite but not its arithmetic: HybridMatMul as
@@ -220,19 +221,20 @@ class _Emit:
         return self.op.Cast(value, to=ONNX_DTYPES[dtype])
 
     def quantize(self, x, inverse, zero, low):
-        """int8 of round_half_away(x * inverse) + zero clamped to [low, 127]: the product of
-        float32 x and float32 `inverse` in float64 (exact), + sign * 0.49999999999999994,
-        truncated by a Cast to int32, + zero (int32, or None), clamped, as int8."""
+        """uint8 of q + 128, q = round_half_away(x * inverse) + zero clamped to [low, 127]: the
+        product of float32 x and float32 `inverse` in float64 (exact), + sign *
+        0.49999999999999994, truncated by a Cast to int32, + zero + 128 (zero int32, or None),
+        clamped, as uint8. The integer products read it with zero point 128 (the same integers
+        as int8 q: onnxruntime's uint8 kernels are the fast ones)."""
         o = self.op
         v = o.Mul(self.cast(x, "float64"), self.cast(inverse, "float64"))
         v = self.cast(o.Add(v, o.Mul(o.Sign(v), self.c(HALF_BELOW_64, "float64"))), "int32")
-        if zero is not None:
-            v = o.Add(v, zero)
-        return self.cast(o.Clip(v, self.c(low, "int32"), self.c(127, "int32")), "int8")
+        v = o.Add(v, self.c(128, "int32") if zero is None else o.Add(zero, self.c(128, "int32")))
+        return self.cast(o.Clip(v, self.c(low + 128, "int32"), self.c(255, "int32")), "uint8")
 
 
 def _emit_quantize(e: _Emit, x: str, axes, asymmetric: bool):
-    """(q int8, scale float32, zero point int32) of float32 `x` quantized per slice
+    """(q + 128 uint8, scale float32, zero point int32) of float32 `x` quantized per slice
     (the reduction `axes` kept as 1s), as `quantize_rows`."""
     o, axes_c = e.op, e.c(list(axes), "int64")
     low, high = o.ReduceMin(x, axes_c, keepdims=1), o.ReduceMax(x, axes_c, keepdims=1)
@@ -273,7 +275,8 @@ def _lower_matmul(ctx, node):
         return
     e, o = _Emit(ctx), ctx.op
     q, scale, zero = _emit_quantize(e, ctx.input(0), [1], bool(node.attrs["asymmetric"]))
-    acc = o.MatMulInteger(q, ctx.constant(np.ascontiguousarray(w.T), "weights_t"))
+    acc = o.MatMulInteger(q, ctx.constant(np.ascontiguousarray(w.T), "weights_t"),
+                          e.c(128, "uint8"))
     sums = ctx.constant(w.astype(np.int32).sum(axis=1).astype(np.int32)[None, :], "weight_sums")
     acc = o.Sub(acc, o.Mul(zero, sums))
     ws = _weight_scale(node.attrs["weight_scale"], w.shape[0])
@@ -313,7 +316,9 @@ def _lower_conv(ctx, node):
     if any((top, left, bottom, right)):
         data = o.Pad(data, e.c([0, top, left, 0, 0, bottom, right, 0], "int64"), e.c(0))
     q, scale, zero = _emit_quantize(e, data, [1, 2, 3], True)
-    acc = o.ConvInteger(o.Transpose(q, perm=[0, 3, 1, 2]), ctx.constant(w_onnx, "filter_oihw"),
+    w_u8 = (w_onnx.astype(np.int16) + 128).astype(np.uint8)      # uint8 x uint8: the fast kernel
+    acc = o.ConvInteger(o.Transpose(q, perm=[0, 3, 1, 2]), ctx.constant(w_u8, "filter_oihw"),
+                        e.c(128, "uint8"), e.c(128, "uint8"),
                         group=groups, kernel_shape=kernel,
                         strides=spatial_attrs(attrs["strides"], "NHWC"),
                         dilations=spatial_attrs(attrs["dilations"], "NHWC"))
