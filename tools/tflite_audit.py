@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -143,11 +143,11 @@ def audit_tflite(path: str, feeds: Optional[Dict[str, np.ndarray]] = None) -> Au
     plain = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     plain_values = plain.run(plain_outputs, feeds)
     existing = set(plain_outputs)
-    for t in fetch:
-        if onnx_name[t] not in existing and onnx_name[t] not in graph_inputs:
-            model.graph.output.append(helper.make_tensor_value_info(onnx_name[t], elem[onnx_name[t]],
-                                                                          None))
-            existing.add(onnx_name[t])
+    for tensor in fetch:
+        name = onnx_name[tensor]
+        if name not in existing and name not in graph_inputs:
+            model.graph.output.append(helper.make_tensor_value_info(name, elem[name], None))
+            existing.add(name)
     debug = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = plain_outputs + [onnx_name[t] for t in fetch]
     values = debug.run(names, feeds)
@@ -169,13 +169,15 @@ def audit_tflite(path: str, feeds: Optional[Dict[str, np.ndarray]] = None) -> Au
         inputs = [sg.tensors[i] for i in op.inputs if i >= 0 and sg.tensors[i].data is None]
         equal = all(diffs.get(t.name, (1, 1.0))[0] == 0 for t in inputs)
         for o in op.outputs:
-            t = sg.tensors[o] if o >= 0 else None
-            if t is None or t.name not in diffs:
+            if o < 0 or sg.tensors[o].name not in diffs:
                 continue
-            differ, worst = diffs[t.name]
-            rows.append(TensorRow(index, op.op_type, t.name, is_quantized(t),
-                                  int(np.prod(t.shape or (), dtype=np.int64)) if t.shape and
-                                  None not in t.shape else 0, differ, worst, equal and differ > 0))
+            out = sg.tensors[o]
+            differ, worst = diffs[out.name]
+            shape = out.shape or ()
+            size = int(np.prod([d for d in shape if d is not None], dtype=np.int64)) \
+                if None not in shape else 0
+            rows.append(TensorRow(index, op.op_type, out.name, is_quantized(out), size, differ,
+                                  worst, equal and differ > 0))
     outputs = {}
     for i in sg.outputs:
         name = sg.tensors[i].name
@@ -184,10 +186,10 @@ def audit_tflite(path: str, feeds: Optional[Dict[str, np.ndarray]] = None) -> Au
     return Audit(rows, outputs, consistent, missing)
 
 
-def table(audit: Audit, quantized_only: bool = True) -> List[Dict[str, object]]:
+def table(audit: Audit, quantized_only: bool = True) -> List[Dict[str, Any]]:
     """Per TFLite op type: tensors audited, how many differ, how many of those at the op
     itself (introduced) and the worst introduced / inherited difference, in steps."""
-    by_type: Dict[str, Dict[str, object]] = {}
+    by_type: Dict[str, Dict[str, Any]] = {}
     for r in audit.rows:
         if quantized_only and not r.quantized:
             continue

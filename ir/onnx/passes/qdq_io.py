@@ -66,8 +66,9 @@ def _to_graph_output(g: OnnxGraph, name: str) -> bool:
 
 def _uint8_zero(g: OnnxGraph, node: OnnxNode) -> str:
     """An initializer of `node`'s int8 zero point moved to uint8 (+ 128: the same reals)."""
-    zero = g.const(node.input[2]).astype(np.int16) + 128
-    return g.add_initializer(zero.astype(np.uint8), "zero_point_u8")
+    zero = g.const(node.input[2])
+    assert zero is not None       # _int8_params checked it
+    return g.add_initializer((zero.astype(np.int16) + 128).astype(np.uint8), "zero_point_u8")
 
 
 def _pair_input(g: OnnxGraph, dq: OnnxNode) -> bool:
