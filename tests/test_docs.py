@@ -157,6 +157,16 @@ def _build_models(folder: str) -> None:
                                                                 module)
     with open(os.path.join(folder, "model.tflite"), "wb") as f:
         f.write(converter.convert())
+    # model_dynamic.tflite: dynamic-range int8 weights (over the converter's 1,024 values)
+    hybrid = tf.Module()
+    hybrid.w = tf.Variable(rng.normal(size=(64, 32)).astype(np.float32))
+    relu = tf.function(lambda x: tf.nn.relu(tf.matmul(x, hybrid.w)),
+                       input_signature=[tf.TensorSpec([None, 64], tf.float32, name="x")])
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([relu.get_concrete_function()],
+                                                                hybrid)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    with open(os.path.join(folder, "model_dynamic.tflite"), "wb") as f:
+        f.write(converter.convert())
 
     models = os.path.join(folder, "models")
     os.mkdir(models)

@@ -94,8 +94,9 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                             "float16 too (default: they stay float32)")
     group.add_argument("--quantized", choices=("exact", "qdq"), default="exact",
                        help="qdq: fake-quantization ops become QuantizeLinear/DequantizeLinear "
-                            "pairs that onnxruntime runs as int8 (default exact: TF's float "
-                            "arithmetic, bit for bit)")
+                            "pairs that onnxruntime runs as int8, and a dynamic-range .tflite's "
+                            "hybrid ops onnxruntime's fastest forms (default exact: TF's float "
+                            "arithmetic bit for bit; TFLite's hybrid kernels' int8 arithmetic)")
 
 
 def add_opset_option(parser) -> None:
