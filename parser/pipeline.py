@@ -229,14 +229,7 @@ class Pipeline:
             kept = tf_graph.upstream(_in_graph_order(tf_graph, tensors))
             kept, tensors, segments = self._fallback(tf_graph, kept, tensors)
         front = Front(tf_graph, tensors, kept, len(tf_graph.nodes), {}, 0.0, segments)
-        body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
-                                              max_tensor_bytes=self.options.max_tensor_bytes,
-                                              fallback=self.options.fallback))
-        body.walks = self.walks
-        graph, _ = body.map(front, arguments)
-        if self.trace is not None:
-            self.trace.setdefault("bodies", []).append((graph, tf_graph))
-        return graph
+        return self._map_body(front, arguments, self.options.fallback)
 
     def convert_tflite_subgraph(self, view, arguments: Sequence[Tuple[str, TensorDesc]]) -> Graph:
         """A TFLite body subgraph's view (parser/tflite_view.py: a WHILE's cond or body, an
@@ -244,13 +237,19 @@ class Pipeline:
         with tensor_limit(self.options.max_tensor_bytes):
             tensors = view.output_tensors()
             kept = view.upstream(_in_graph_order(view, tensors))
-        front = Front(view, tensors, kept, len(view.nodes), {}, 0.0, [])
+        return self._map_body(Front(view, tensors, kept, len(view.nodes), {}, 0.0, []),
+                              arguments, None)
+
+    def _map_body(self, front: Front, arguments, fallback: Optional[str]) -> Graph:
+        """A function body's front half mapped by a pipeline of these plugins and limits
+        (no fusion switches); the graph and its TF graph go to the trace."""
         body = Pipeline(self.manager, Options(check_passes=self.options.check_passes,
-                                              max_tensor_bytes=self.options.max_tensor_bytes))
+                                              max_tensor_bytes=self.options.max_tensor_bytes,
+                                              fallback=fallback))
         body.walks = self.walks
         graph, _ = body.map(front, arguments)
         if self.trace is not None:
-            self.trace.setdefault("bodies", []).append((graph, view))
+            self.trace.setdefault("bodies", []).append((graph, front.tf_graph))
         return graph
 
     def compile(self, graph: Graph, path: str, model: Optional[str] = None, manager=None):

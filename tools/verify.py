@@ -19,8 +19,8 @@ from tf2ir.tools.options import (  # noqa: F401 (the tolerances: importable from
 )
 
 from tf2ir.tools.verify_core import (  # noqa: F401 (importable from here, as before)
-    EXIT_MISMATCH, EXIT_OK, Comparison, Verification, VerifyOptions, _run_onnx, _table, compare,
-    make_inputs,
+    EXIT_MISMATCH, EXIT_OK, Comparison, Verification, VerifyOptions, _run_onnx, _table,
+    as_converted, compare, make_inputs,
 )
 
 DEBUG_CHUNK = 256   # intermediate tensors fetched per debug run
@@ -152,29 +152,11 @@ def verify_model(model_path: str, model, report=None, options: Optional[VerifyOp
     return result
 
 
-# -- inputs ------------------------------------------------------------------------------
 # -- running both sides ------------------------------------------------------------------
 def _as_converted(model, feeds: Dict[str, np.ndarray]):
-    """(TF's feeds, TF's fetches, a function taking TF's outputs to the ONNX model's) for a
-    model converted with renamed or channels-first inputs and outputs, or float16 ones (the
-    options compile recorded in it, ir/export.py): TF sees the original names and layouts."""
-    from tf2ir.ir.io_options import interface_map
-
-    def ranks(values) -> Dict[str, int]:
-        return {v.name: len(v.type.tensor_type.shape.dim) for v in values}
-    export = recorded(model)
-    inputs, outputs = interface_map(export, ranks(model.graph.input), ranks(model.graph.output))
-    tf_feeds = {}
-    for name, feed in feeds.items():
-        original, perm = inputs.get(name, (name, None))
-        if export.io_precision == "fp16" and feed.dtype == np.float16:
-            feed = feed.astype(np.float32)
-        tf_feeds[original] = feed if perm is None else np.transpose(feed, np.argsort(perm))
-    order = [outputs.get(o.name, (o.name, None)) for o in model.graph.output]
-
-    def as_written(arrays: List[np.ndarray]) -> List[np.ndarray]:
-        return [a if perm is None else np.transpose(a, perm) for a, (_, perm) in zip(arrays, order)]
-    return tf_feeds, [_tf_tensor_name(original) for original, _ in order], as_written
+    """(TF's feeds, TF's fetches, a function taking TF's outputs to the ONNX model's): see
+    verify_core.as_converted; TF fetches tensors by name:port."""
+    return as_converted(model, feeds, _tf_tensor_name)
 
 
 def _tf_tensor_name(onnx_name: str) -> str:

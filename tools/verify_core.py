@@ -161,6 +161,32 @@ def _run_onnx(model, feeds: Dict[str, np.ndarray], names: List[str],
             return session.run(names, feeds)
 
 
+def as_converted(model, feeds: Dict[str, np.ndarray], fetch_name=lambda name: name):
+    """(the reference's feeds, its fetches, a function taking its outputs to the ONNX
+    model's) for a model converted with renamed or channels-first inputs and outputs, or
+    float16 ones (the options compile recorded in it, ir/export.py): the reference (TF, the
+    LiteRT interpreter) sees the original names and layouts; `fetch_name` spells an original
+    output name as the reference fetches it."""
+    from tf2ir.ir.export import recorded
+    from tf2ir.ir.io_options import interface_map
+
+    def ranks(values) -> Dict[str, int]:
+        return {v.name: len(v.type.tensor_type.shape.dim) for v in values}
+    export = recorded(model)
+    inputs, outputs = interface_map(export, ranks(model.graph.input), ranks(model.graph.output))
+    references = {}
+    for name, feed in feeds.items():
+        original, perm = inputs.get(name, (name, None))
+        if export.io_precision == "fp16" and feed.dtype == np.float16:
+            feed = feed.astype(np.float32)
+        references[original] = feed if perm is None else np.transpose(feed, np.argsort(perm))
+    order = [outputs.get(o.name, (o.name, None)) for o in model.graph.output]
+
+    def as_written(arrays: List[np.ndarray]) -> List[np.ndarray]:
+        return [a if perm is None else np.transpose(a, perm) for a, (_, perm) in zip(arrays, order)]
+    return references, [fetch_name(original) for original, _ in order], as_written
+
+
 # -- the report's per-node errors (tools/report.py, tools/verify_tflite.py) ------------------
 def finite(x: float) -> float:
     """`x` for the report's JSON: NaN and infinities as 1e300."""

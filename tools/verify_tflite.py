@@ -119,24 +119,9 @@ def quantization_steps(sg) -> Dict[str, float]:
 
 def _interface(model, feeds: Dict[str, np.ndarray]):
     """(the interpreter's feeds, its fetches (tensor names), ONNX-layout outputs) through
-    the renames and channels-first options recorded in the model (ir/export.py)."""
-    from tf2ir.ir.io_options import interface_map
-
-    def ranks(values) -> Dict[str, int]:
-        return {v.name: len(v.type.tensor_type.shape.dim) for v in values}
-    export = recorded(model)
-    inputs, outputs = interface_map(export, ranks(model.graph.input), ranks(model.graph.output))
-    references = {}
-    for name, feed in feeds.items():
-        original, perm = inputs.get(name, (name, None))
-        if export.io_precision == "fp16" and feed.dtype == np.float16:
-            feed = feed.astype(np.float32)
-        references[original] = feed if perm is None else np.transpose(feed, np.argsort(perm))
-    order = [outputs.get(o.name, (o.name, None)) for o in model.graph.output]
-
-    def as_written(arrays: List[np.ndarray]) -> List[np.ndarray]:
-        return [a if perm is None else np.transpose(a, perm) for a, (_, perm) in zip(arrays, order)]
-    return references, [original for original, _ in order], as_written
+    the renames and channels-first options recorded in the model (verify_core.as_converted)."""
+    from tf2ir.tools.verify_core import as_converted
+    return as_converted(model, feeds)
 
 
 def _run_reference(tflite, sg, index: int, signature, interpreter, feeds, fetches):
