@@ -178,7 +178,7 @@ def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
             arrays = [data[f"in{i}"] for i in range(len(data.files))]
         paths[row.flavour] = record["path"]
         wants[row.flavour] = run_row(row, record["path"], arrays, work_dir, manager,
-                                     args.threads, bounds, runs[row.flavour])
+                                     args.threads, bounds, runs[row.flavour], args.quantized)
     if args.peer_python:
         for peer in args.peer_list:
             run_peers(args.peer_python, peer, rows, paths, wants, inputs, work_dir,
@@ -199,7 +199,7 @@ def run_model(name: str, args, manager, work_dir: str) -> List[Row]:
 def write_json(path: str, rows: List[Row], args) -> None:
     from tf2ir.tools.zoo_reference import _write_text
     settings = {"quick": args.quick, "repeats": args.repeats, "threads": args.threads,
-                "flavours": args.flavour_list, "peers": args.peer_list if args.peer_python else [],
+                "quantized": args.quantized, "flavours": args.flavour_list, "peers": args.peer_list if args.peer_python else [],
                 "bounds": {"float_rtol": args.float_rtol, "dynamic_rtol": args.dynamic_rtol,
                            "int8_steps": args.int8_steps}}
     _write_text(path, json.dumps({"settings": settings, "rows": [asdict(r) for r in rows]},
@@ -235,6 +235,9 @@ def parse_args(argv: Optional[List[str]]):
                         help="dynamic-range: max error / output spread (default %(default)s)")
     parser.add_argument("--int8-steps", type=float, default=INT8_STEPS,
                         help="full int8: quantization steps (default %(default)s)")
+    parser.add_argument("--quantized", choices=("exact", "qdq"), default="exact",
+                        help="tf2ir's --quantized: qdq converts dynamic-range models to "
+                        "onnxruntime's fastest forms (default: exact, TFLite's hybrid arithmetic)")
     parser.add_argument("--timeout", type=float, default=BUILD_TIMEOUT,
                         help="seconds for one child (a build, a peer) (default %(default)s)")
     args = parser.parse_args(argv)

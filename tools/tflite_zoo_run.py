@@ -193,12 +193,13 @@ def within(flavour: str, rel: float, steps: Optional[float], bounds: Dict[str, f
     return rel <= bounds.get(flavour, bounds["dynamic"])
 
 
-def convert(path: str, onnx_path: str, manager) -> float:
+def convert(path: str, onnx_path: str, manager, quantized: str = "exact") -> float:
     """tf2ir's conversion of `path` to `onnx_path` (Pipeline.convert_file + compile, what
-    `tf2ir convert` runs); returns its seconds."""
+    `tf2ir convert --quantized QUANTIZED` runs); returns its seconds."""
+    from tf2ir.ir.export import ExportOptions
     from tf2ir.parser.pipeline import Options, Pipeline
     start = time.perf_counter()
-    pipeline = Pipeline(manager, Options())
+    pipeline = Pipeline(manager, Options(export=ExportOptions(quantized=quantized)))
     graph, _ = pipeline.convert_file(path)
     pipeline.compile(graph, onnx_path, model=path)
     return time.perf_counter() - start
@@ -206,7 +207,7 @@ def convert(path: str, onnx_path: str, manager) -> float:
 
 def run_row(row: Row, path: str, arrays: Sequence[np.ndarray], work_dir: str, manager,
             threads: int, bounds: Dict[str, float], runs: Dict[str, Callable[[], object]],
-            ) -> Optional[Dict[str, np.ndarray]]:
+            quantized: str = "exact") -> Optional[Dict[str, np.ndarray]]:
     """Fill `row` for the .tflite at `path` (all but its latencies: `runs` gets "litert"
     and, converted, "tf2ir": what to time); returns the interpreter's outputs (None when
     the interpreter could not run it)."""
@@ -222,7 +223,7 @@ def run_row(row: Row, path: str, arrays: Sequence[np.ndarray], work_dir: str, ma
         return None
     onnx_path = os.path.join(work_dir, f"{row.model}.{row.flavour}.onnx")
     try:
-        row.convert_s = round(convert(path, onnx_path, manager), 3)
+        row.convert_s = round(convert(path, onnx_path, manager, quantized), 3)
     except ConversionError as exc:
         row.error = one_line(str(exc).replace(f"model {path}, ", "").replace(f"model {path}: ", ""))
         return want

@@ -35,7 +35,7 @@ def test_quick_tiny_cnn_float_and_int8_convert_and_match(tmp_path, model_dir, ca
     assert status == 0
     assert "no peer Python" in capsys.readouterr().err
     assert data["settings"]["quick"] is True and data["settings"]["peers"] == []
-    assert data["settings"]["flavours"] == ["float", "int8"]
+    assert data["settings"]["flavours"] == ["float", "int8"] and data["settings"]["quantized"] == "exact"
     rows = {r["flavour"]: r for r in data["rows"]}
     assert list(rows) == ["float", "int8"]
     for flavour, row in rows.items():
