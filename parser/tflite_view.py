@@ -196,6 +196,9 @@ class TfLiteGraph(TfGraph):
                 import numpy as np
                 from tf2ir.parser.tflite_model import _NUMPY
                 value = np.zeros(t.shape, _NUMPY.get(t.dtype, np.float32))
+                if t.is_variable and t.dtype == "int8" and t.quantization is not None:
+                    # TFLite resets an int8 variable to its zero point (real 0.0)
+                    value[...] = t.quantization.zero_point.reshape(-1)[0]
                 self._source(t, "Const", {"dtype": t.dtype, "value": value})
                 return
             raise ConversionError(f"tensor '{t.name}' is read by operator {op.index if op else '?'} "
