@@ -14,9 +14,24 @@ bite: |c_t| < |c_0| + t with sigmoid gates and a tanh cell input, so a clip no s
 max|c_0| + T (T static) is the identity. Any other LSTM with a static T is unrolled step by
 step in IR ops, with TFLite's semantics (clip of the cell state, peepholes, CIFG, projection
 and its clip); layer normalisation is refused in one line.
+
+A full-integer LSTM (int8 input and output state, int16 cell state: TFLite's 8x8->16 integer
+kernel) is unrolled with the kernel's per-step quantization, in float ops: each gate's
+pre-activation on the int16 grid of its intermediate scale (2^-12 without layer norm: Q3.12,
+saturating at +-8; the kernel saturates the input part before adding the recurrent part,
+which is left out); the cell state
+rounded to its int16 power-of-two scale and saturated (at the cell clip in quantized units
+where that is tighter); the hidden state quantized to int8 at every step (the hidden
+intermediate's scale and zero point), which is also what the next step's recurrent product
+reads (the output state's scale). Only the gate outputs' Q0.15 rounding (2^-15) is left out.
+And one quirk of the kernel is kept: its int16 tanh of the cell state takes 15 + log2(cell
+scale) integer bits and, for a cell scale of 2^-16 or finer (the converter picks one when the
+calibrated cell state stays under 0.5), returns without writing its output buffer, which
+then still holds the input gate: such a model computes h = o * i, not o * tanh(c) (the
+LiteRT interpreter's answer, far from the float model's; a CIFG LSTM keeps the tanh).
 """
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -88,7 +103,12 @@ def unidirectional_lstm(src, graph) -> None:
     h0, c0 = get(18), get(19)
     if h0 is None or c0 is None:
         raise ConversionError("the LSTM's state inputs (18, 19) are missing")
-    if _plain(src, get, cell_clip, steps, _const_value(src, graph, 19)):
+    integer = _integer_lstm(src)
+    if integer is not None:
+        if steps is None:
+            raise ConversionError("a full-integer LSTM needs a static number of steps")
+        y = _quantized_lstm(src, graph, x, get, h0, c0, steps, cell_clip, integer)
+    elif _plain(src, get, cell_clip, steps, _const_value(src, graph, 19)):
         y = _fused_lstm(src, graph, x, get, h0, c0)
     elif steps is None:
         raise ConversionError("an LSTM with peepholes, projection, CIFG, another activation or a "
@@ -154,6 +174,131 @@ def _unrolled_lstm(src, graph, x, get, h, c, steps: int, cell_clip: float):
                 h = _op(graph, "Add", [h, get(17)], name=f"projb_{t}")
             if proj_clip > 0:
                 h = _clip(graph, h, proj_clip, f"pclip_{t}")
+        outputs.append(h)
+    return _op(graph, "Pack", outputs, {"N": len(outputs), "axis": 0}, name="sequence")
+
+
+# -- the full-integer kernel ---------------------------------------------------------------------
+GATE_SCALE = 2.0 ** -12          # Q3.12: the gate pre-activations without layer norm
+INT16 = (-32768, 32767)
+
+
+def _params(tensor) -> Optional[Tuple[float, int]]:
+    q = tensor.quantization if tensor is not None else None
+    if q is None or q.scale.size != 1:
+        return None
+    return float(q.scale[0]), int(q.zero_point.reshape(-1)[0]) if q.zero_point.size else 0
+
+
+def _integer_lstm(src) -> Optional[Dict[str, Any]]:
+    """The quantization of TFLite's integer LSTM kernel (int8 input and output state, int16
+    cell state, per-tensor), or None for a float or hybrid LSTM."""
+    tensors = list(getattr(src, "input_tensors", []) or [])
+    if len(tensors) < 20:
+        return None
+    x, h, c = tensors[0], tensors[18], tensors[19]
+    if any(t is None for t in (x, h, c)) or (x.dtype, h.dtype, c.dtype) != ("int8", "int8", "int16"):
+        return None
+    hq, cq = _params(h), _params(c)
+    if _params(x) is None or hq is None or cq is None:
+        return None
+    hidden = hq
+    view, operator = getattr(src, "view", None), getattr(src, "operator", None)
+    middle = list(getattr(operator, "intermediates", []) or [])
+    if view is not None and len(middle) == 5 and middle[4] >= 0:
+        hidden = _params(view.subgraph.tensors[middle[4]]) or hq
+    return {"output": hq, "cell": cq, "hidden": hidden,
+            "tanh_skipped": 15 + int(np.round(np.log2(cq[0]))) < 0}
+
+
+def _grid(graph, value, scale: float, low: float, high: float, name: str):
+    """`value` on the integer grid of `scale` (rounded half to even), saturated at [low, high]
+    steps: an int16 quantize-dequantize in float ops."""
+    steps = _op(graph, "Round", [_op(graph, "Mul", [value, graph.const(np.float32(1.0 / scale),
+                                                                         "inv_scale")],
+                                      name=f"{name}_scaled")], name=f"{name}_round")
+    steps = _op(graph, "ClipByValue", [steps, graph.const(np.float32(low), "low"),
+                                       graph.const(np.float32(high), "high")], name=f"{name}_sat")
+    return _op(graph, "Mul", [steps, graph.const(np.float32(scale), "scale")], name=name)
+
+
+def _qdq(graph, value, quantize, dequantize, name: str):
+    """`value` quantized to int8 with `quantize` (scale, zero point), read back with
+    `dequantize`'s."""
+    q = graph.add_op("QuantizeLinear", [value], {
+        "scale": np.array([quantize[0]], np.float32), "zero_point": np.array([quantize[1]]),
+        "axis": 0, "dtype": "int8"}, name=f"{name}_q").outputs[0]
+    return _op(graph, "DequantizeLinear", [q], {
+        "scale": np.array([dequantize[0]], np.float32), "zero_point": np.array([dequantize[1]]),
+        "axis": 0}, name=name)
+
+
+def _quantized_lstm(src, graph, x, get, h, c, steps: int, cell_clip: float, q):
+    act_name = src.attr("fused_activation_function", "TANH")
+    proj_clip = float(src.attr("proj_clip", 0.0) or 0.0)
+    gates = [k for k in range(4) if get(1 + k) is not None]          # CIFG: no input gate
+    w = _concat(graph, [get(1 + k) for k in gates], "w")
+    r = _concat(graph, [get(5 + k) for k in gates], "r")
+    hidden = get(5 + gates[0]).desc.shape[0] if get(5 + gates[0]).desc.shape else None
+    if hidden is None:
+        raise ConversionError("the LSTM's recurrent weights have no static shape")
+    zeros = graph.const(np.zeros(hidden, np.float32), "zero_bias")
+    b = _concat(graph, [get(12 + k) if get(12 + k) is not None else zeros for k in gates], "b")
+    cell_scale = q["cell"][0]
+    low, high = INT16
+    if cell_clip > 0:
+        bound = int(min(max(cell_clip / cell_scale, low), high))    # TFLite truncates
+        low, high = max(low, -bound), min(high, bound)
+    xs = graph.add_op("Unpack", [x], {"num": steps, "axis": 0}, name="steps",
+                      num_outputs=steps).outputs if steps else []
+    outputs: List = []
+    one = graph.const(np.float32(1.0), "one")
+    split_dim = _i32(graph, 1, "split_dim")
+    for t, x_t in enumerate(xs):
+        zx = _op(graph, "Add", [_op(graph, "MatMul", [x_t, w, None], {"transpose_x2": True},
+                                    f"x_{t}"), b], name=f"xb_{t}")
+        zh = _op(graph, "MatMul", [h, r, None], {"transpose_x2": True}, f"h_{t}")
+        z = _op(graph, "Add", [zx, zh], name=f"z_{t}")
+        peep = any(get(p) is not None for p in (9, 10, 11))
+        if not peep:
+            z = _grid(graph, z, GATE_SCALE, *INT16, f"zq_{t}")
+        parts = graph.add_op("Split", [split_dim, z], {"num_split": len(gates)},
+                             name=f"gates_{t}", num_outputs=len(gates)).outputs
+        pre = dict(zip(gates, parts))
+
+        def gate(k, cell):
+            value = pre[k]
+            peephole = {0: 9, 1: 10, 3: 11}.get(k)
+            if peep:
+                if peephole is not None and get(peephole) is not None:
+                    value = _op(graph, "Add", [value, _op(graph, "Mul", [cell, get(peephole)],
+                                                          name=f"p{k}_{t}")], name=f"zp{k}_{t}")
+                value = _grid(graph, value, GATE_SCALE, *INT16, f"zq{k}_{t}")
+            if k == 2:
+                return activation(graph, value, act_name, src)
+            return _op(graph, "Sigmoid", [value], name=f"g{k}_{t}")
+
+        f = gate(1, c)
+        i = gate(0, c) if 0 in pre else _op(graph, "Sub", [one, f], name=f"cifg_{t}")
+        g = gate(2, c)
+        c = _op(graph, "Add", [_op(graph, "Mul", [f, c], name=f"fc_{t}"),
+                                 _op(graph, "Mul", [i, g], name=f"ig_{t}")], name=f"cf_{t}")
+        c = _grid(graph, c, cell_scale, low, high, f"c_{t}")
+        o = gate(3, c)
+        # TFLite's int16 tanh takes 15 + log2(cell scale) integer bits and returns without
+        # writing for fewer than 0: its output buffer then still holds the input gate
+        squashed = i if q["tanh_skipped"] and 0 in pre else activation(graph, c, act_name, src)
+        h = _op(graph, "Mul", [o, squashed], name=f"hf_{t}")
+        if get(16) is None:
+            h = _qdq(graph, h, q["hidden"], q["output"], f"h_{t}")
+        else:
+            h = _qdq(graph, h, q["hidden"], q["hidden"], f"hidden_{t}")
+            h = _op(graph, "MatMul", [h, get(16), None], {"transpose_x2": True}, f"proj_{t}")
+            if get(17) is not None:
+                h = _op(graph, "Add", [h, get(17)], name=f"projb_{t}")
+            if proj_clip > 0:
+                h = _clip(graph, h, proj_clip, f"pclip_{t}")
+            h = _qdq(graph, h, q["output"], q["output"], f"h_{t}")
         outputs.append(h)
     return _op(graph, "Pack", outputs, {"N": len(outputs), "axis": 0}, name="sequence")
 

@@ -2,7 +2,8 @@
 LSTM into UNIDIRECTIONAL_SEQUENCE_LSTM (a Bidirectional one into two of them and REVERSE_V2);
 Keras 3 LSTMs, GRUs and SimpleRNNs become WHILE loops (test_tflite_control.py's mapping).
 Float and dynamic-range (int8 weights, float activations: the interpreter's hybrid kernel
-quantizes the activations on the fly, hence the looser tolerance)."""
+quantizes the activations on the fly, hence the looser tolerance), and full int8 (TFLite's
+integer kernel: int8 input and output state, int16 cell state) within 1 quantization step."""
 
 import numpy as np
 import pytest
@@ -12,15 +13,22 @@ from tests.conformance.tflite_harness import RESULTS, SEED, convert_tflite
 tf = pytest.importorskip("tensorflow")
 keras2 = pytest.importorskip("tf_keras")
 
-TFLITE_TESTED = {"UNIDIRECTIONAL_SEQUENCE_LSTM": ("float", "dynamic")}
+TFLITE_TESTED = {"UNIDIRECTIONAL_SEQUENCE_LSTM": ("float", "dynamic", "int8")}
 
 
-def _check(tmp_path, model, mode, name, feeds, ops=("UNIDIRECTIONAL_SEQUENCE_LSTM",), atol=1e-5):
+def _check(tmp_path, model, mode, name, feeds, ops=("UNIDIRECTIONAL_SEQUENCE_LSTM",), atol=1e-5,
+           steps=1, amplitude=1.0):
     from tests.conformance.tflite_harness_run import compare_runs
     from tf2ir.parser.tflite_model import read_tflite
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if mode == "dynamic":
+    if mode in ("dynamic", "int8"):
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if mode == "int8":       # full integer: calibrated on draws from a fixed seed, float I/O
+        def data():
+            for feed in _random_feeds(model, 16, -amplitude, amplitude, SEED + 7):
+                yield feed
+        converter.representative_dataset = data
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     path = tmp_path / f"{name}_{mode}.tflite"
     path.write_bytes(converter.convert())
     sg = read_tflite(str(path)).subgraphs[0]
@@ -31,13 +39,13 @@ def _check(tmp_path, model, mode, name, feeds, ops=("UNIDIRECTIONAL_SEQUENCE_LST
         assert any(t.dtype == "int8" and t.data is not None for t in sg.tensors)
     onnx_path = str(path)[:-len(".tflite")] + ".onnx"
     graph, _ = convert_tflite(str(path), onnx_path)
-    outcome = compare_runs(str(path), onnx_path, feeds, mode, 1, atol, atol, name)
+    outcome = compare_runs(str(path), onnx_path, feeds, mode, steps, atol, atol, name)
     RESULTS.append(outcome)
     return outcome
 
 
-def _random_feeds(model, count=2, low=-1.0, high=1.0):
-    rng = np.random.default_rng(SEED)
+def _random_feeds(model, count=2, low=-1.0, high=1.0, seed=SEED):
+    rng = np.random.default_rng(seed)
     shapes = [[int(d) for d in x.shape] for x in model.inputs]
     return [[rng.uniform(low, high, s).astype(np.float32) for s in shapes] for _ in range(count)]
 
@@ -81,3 +89,42 @@ def test_lstm_cell_clip(tmp_path):
     pattern = np.where(np.arange(steps) < 12, 1.0, -1.0).astype(np.float32)
     feed = np.repeat(pattern[None, :, None], width, axis=2)
     _check(tmp_path, model, "float", "lstm_clip", [[feed]])
+
+
+def _cell_scale(path) -> float:
+    from tf2ir.parser.tflite_model import read_tflite
+    sg = read_tflite(str(path)).subgraphs[0]
+    op = next(o for o in sg.operators if o.op_type == "UNIDIRECTIONAL_SEQUENCE_LSTM")
+    state, cell = sg.tensors[op.inputs[18]], sg.tensors[op.inputs[19]]
+    assert (state.dtype, cell.dtype) == ("int8", "int16"), (state.dtype, cell.dtype)
+    return float(cell.quantization.scale[0])
+
+
+def _int8_lstm(tmp_path, units, steps, width, amplitude, name):
+    """A tf_keras LSTM (seed 0) in full int8, calibrated and fed on draws in +-amplitude."""
+    keras2.utils.set_random_seed(0)
+    x = keras2.Input((steps, width), batch_size=1)
+    model = keras2.Model(x, keras2.layers.LSTM(units, return_sequences=True)(x))
+    outcome = _check(tmp_path, model, "int8", name, _random_feeds(model, 3, -amplitude, amplitude),
+                     steps=1, amplitude=amplitude)
+    return outcome, _cell_scale(tmp_path / f"{name}_int8.tflite")
+
+
+def test_lstm_int8(tmp_path):
+    """Full int8 (cell scale 2^-14): the output state variable starts at its zero point (real
+    0; read as zeros it was (0 - zp) * scale), the hidden state is quantized to int8 at every
+    step (its range clips it), the cell state to int16, the gate pre-activations to Q3.12.
+    Within 1 step of the interpreter (measured: at most 1)."""
+    outcome, cell_scale = _int8_lstm(tmp_path, 4, 6, 3, 3.0, "lstm_int8")
+    assert cell_scale == 2.0 ** -14, cell_scale
+    assert outcome.worst < 1.01, outcome
+
+
+def test_lstm_int8_fine_cell_scale(tmp_path):
+    """A cell state calibrated under 0.5 gets the scale 2^-16, for which TFLite's int16 tanh
+    (15 + log2(scale) = -1 integer bits) writes nothing and the kernel multiplies the output
+    gate by the input gate instead: the interpreter's answer, 255 steps from an LSTM's. Within
+    1 step of it (measured: at most 1)."""
+    outcome, cell_scale = _int8_lstm(tmp_path, 16, 8, 4, 1.0, "lstm_int8_fine")
+    assert cell_scale == 2.0 ** -16, cell_scale
+    assert outcome.worst < 1.01, outcome
