@@ -31,6 +31,7 @@ then still holds the input gate: such a model computes h = o * i, not o * tanh(c
 LiteRT interpreter's answer, far from the float model's; a CIFG LSTM keeps the tanh).
 """
 
+import logging
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -38,6 +39,8 @@ import numpy as np
 from tf2ir.ir import ConversionError
 from tf2ir.plugins import hookimpl
 from tf2ir.plugins.tflite import activation, data, required, tflite_subgraph
+
+log = logging.getLogger("tf2ir")
 
 ONNX_ORDER = [0, 3, 1, 2]          # TFLite gates i, f, c, o → ONNX i, o, f, c
 IR_ACTIVATIONS = {"TANH": "Tanh", "RELU": "Relu"}
@@ -107,6 +110,12 @@ def unidirectional_lstm(src, graph) -> None:
     if integer is not None:
         if steps is None:
             raise ConversionError("a full-integer LSTM needs a static number of steps")
+        if integer["tanh_skipped"]:
+            log.warning("%s '%s': its cell state's scale is 2^%d; LiteRT's integer LSTM "
+                        "kernel skips tanh(cell) at scales under 2^-15 and computes output "
+                        "gate x input gate instead, so the interpreter's results differ from "
+                        "this conversion's, which computes the LSTM", src.op_type, src.name,
+                        int(np.round(np.log2(integer["cell"][0]))))
         y = _quantized_lstm(src, graph, x, get, h0, c0, steps, cell_clip, integer)
     elif _plain(src, get, cell_clip, steps, _const_value(src, graph, 19)):
         y = _fused_lstm(src, graph, x, get, h0, c0)
@@ -285,10 +294,7 @@ def _quantized_lstm(src, graph, x, get, h, c, steps: int, cell_clip: float, q):
                                  _op(graph, "Mul", [i, g], name=f"ig_{t}")], name=f"cf_{t}")
         c = _grid(graph, c, cell_scale, low, high, f"c_{t}")
         o = gate(3, c)
-        # TFLite's int16 tanh takes 15 + log2(cell scale) integer bits and returns without
-        # writing for fewer than 0: its output buffer then still holds the input gate
-        squashed = i if q["tanh_skipped"] and 0 in pre else activation(graph, c, act_name, src)
-        h = _op(graph, "Mul", [o, squashed], name=f"hf_{t}")
+        h = _op(graph, "Mul", [o, activation(graph, c, act_name, src)], name=f"hf_{t}")
         if get(16) is None:
             h = _qdq(graph, h, q["hidden"], q["output"], f"h_{t}")
         else:
