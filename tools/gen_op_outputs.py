@@ -32,19 +32,37 @@ PART_LINES = 440   # tests/test_layers.py keeps parser/ modules within 450 lines
 Args = Tuple[Tuple[str, Optional[str]], ...]
 
 
+_REGISTRY_CHILD = """
+import sys
+import tensorflow as tf
+import tensorflow_text
+from tensorflow.core.framework import op_def_pb2
+from tensorflow.python.client import pywrap_tf_session
+from tensorflow.python.framework import op_def_registry
+op_list = op_def_pb2.OpList()
+op_list.ParseFromString(pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList()))
+fresh = op_def_pb2.OpList()
+# op_def_registry is the registry's Python face; it answers for every op the list holds
+fresh.op.extend(op_def_registry.get(op.name) or op for op in op_list.op)
+sys.stdout.buffer.write(f"{tf.__version__} {tensorflow_text.__version__}\\n".encode())
+sys.stdout.buffer.write(fresh.SerializeToString())
+"""
+
+
 def registry() -> Tuple[list, str, str]:
-    """Every registered OpDef (tensorflow_text imported first so its ops are there), with the
-    TensorFlow and tensorflow-text versions."""
-    import tensorflow as tf
-    import tensorflow_text
-    from tensorflow.core.framework import op_def_pb2
-    from tensorflow.python.client import pywrap_tf_session
-    from tensorflow.python.framework import op_def_registry
+    """Every OpDef TensorFlow and tensorflow_text register when imported, with their
+    versions: read in a fresh interpreter, so that ops a process registers later (TFLite's
+    converter registers TFLite_Detection_PostProcess, a test its own) never enter the table."""
+    import subprocess
+    from tensorboard.compat.proto import op_def_pb2
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", _REGISTRY_CHILD], capture_output=True,
+                          env=env, check=True)
+    head, _, body = done.stdout.partition(b"\n")
+    tf_version, text_version = head.decode().split()
     op_list = op_def_pb2.OpList()
-    op_list.ParseFromString(pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList()))
-    # op_def_registry is the registry's Python face; it answers for every op the list holds
-    op_defs = [op_def_registry.get(op.name) or op for op in op_list.op]
-    return op_defs, tf.__version__, tensorflow_text.__version__
+    op_list.ParseFromString(body)
+    return list(op_list.op), tf_version, text_version
 
 
 def output_args(op_def) -> Args:
