@@ -11,7 +11,7 @@ from google.protobuf import message, text_format
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.parser.graph_view import graph_def_class
-from tf2ir.parser.model_files import open_regular
+from tf2ir.parser.model_files import is_tflite_file, open_regular
 
 
 def open_model_file(path: str) -> int:
@@ -75,7 +75,6 @@ def load_model(path: str, signature: Optional[str] = None, tags: Optional[Sequen
     natively (parser/saved_model.py) and frozen by TensorFlow only for what the native
     reader refuses; a Keras .keras/.h5 file is frozen by TensorFlow (parser/frozen.py)."""
     from tf2ir.parser import frozen
-    from tf2ir.parser.tflite_model import is_tflite_file
     if not os.path.isdir(path) and is_tflite_file(path):
         from tf2ir.parser.tflite_view import read_tflite_view
         return read_tflite_view(path, signature), None

@@ -71,3 +71,24 @@ def read_regular(path: str, what: str, model: Optional[str], limit: int,
             raise ConversionError(f"cannot read {what} {path}: {exc.strerror}",
                                   model=model) from None
     return b"".join(chunks)
+
+
+# A TFLite flatbuffer's file identifier, its bytes 4..8.
+TFLITE_IDENTIFIER = b"TFL3"
+
+
+def is_tflite_file(path: str) -> bool:
+    """Whether `path` names a TFLite model: by its extension, or a regular file whose
+    flatbuffer identifier (bytes 4..8) is TFL3 (here, not in parser/tflite_model.py: every
+    model file is asked, and a .pb's conversion need not import the TFLite reader)."""
+    if path.lower().endswith(".tflite"):
+        return True
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):   # a FIFO would block the read
+            return False
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except (OSError, ValueError):
+        return False
+    return head[4:8] == TFLITE_IDENTIFIER
+

@@ -12,9 +12,7 @@ ConversionError naming the model.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -22,12 +20,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from tf2ir.ir.errors import ConversionError
-from tf2ir.parser.model_files import read_regular
+from tf2ir.parser.model_files import TFLITE_IDENTIFIER as IDENTIFIER
+from tf2ir.parser.model_files import is_tflite_file, read_regular  # noqa: F401 (importable here)
 
 # The largest .tflite file read (flatbuffers themselves stop at 2 GB; buffers stored after
 # the flatbuffer, by offset, may take a model past it).
 MAX_TFLITE_BYTES = 1 << 36
-IDENTIFIER = b"TFL3"
 
 # TFLite's TensorType → IR dtype names (None: a type tf2ir has no tensor of)
 DTYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string",
@@ -106,21 +104,6 @@ class TfLiteModel:
     signatures: List[SignatureInfo]
     metadata: Dict[str, bytes]
     data: bytes = field(default=b"", repr=False)   # the file's bytes (the buffers view them)
-
-
-def is_tflite_file(path: str) -> bool:
-    """Whether `path` names a TFLite model: by its extension, or a file whose flatbuffer
-    identifier (bytes 4..8) is TFL3."""
-    if path.lower().endswith(".tflite"):
-        return True
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):   # a FIFO would block the read
-            return False
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except (OSError, ValueError):
-        return False
-    return head[4:8] == IDENTIFIER
 
 
 def read_tflite(path: str) -> TfLiteModel:

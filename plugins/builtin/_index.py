@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '28482ea5c3af3aa6ac1c1ef74ea2f127524e2ef6'
+FINGERPRINT = '39f268aaa67155f7786d7957d8c31ad27b2aceb9'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -23,10 +23,10 @@ SOURCES = {
     'builtin/strings_segment.py': 2282, 'builtin/suppression.py': 430,
     'builtin/tflite_arithmetic.py': 2911, 'builtin/tflite_array.py': 6642,
     'builtin/tflite_control.py': 2480, 'builtin/tflite_conv.py': 5462,
-    'builtin/tflite_detection.py': 8711, 'builtin/tflite_hybrid.py': 4286,
+    'builtin/tflite_detection.py': 8711, 'builtin/tflite_hybrid.py': 4379,
     'builtin/tflite_image.py': 1639, 'builtin/tflite_math.py': 2001, 'builtin/tflite_nn.py': 7983,
     'builtin/tflite_pool.py': 1659, 'builtin/tflite_quantize.py': 2828,
-    'builtin/tflite_reduce.py': 1826, 'builtin/tflite_rnn.py': 9113,
+    'builtin/tflite_reduce.py': 1826, 'builtin/tflite_rnn.py': 17591,
     'builtin/tflite_slicing.py': 3434, 'builtin/tftext_tokenize.py': 7040,
     'builtin/tftext_wordpiece.py': 5918, 'builtin/unicode.py': 2751, 'opp/__init__.py': 280,
     'opp/angles.py': 1799, 'opp/arithmetic.py': 8320, 'opp/array.py': 16427,
@@ -36,7 +36,7 @@ SOURCES = {
     'opp/coordinates.py': 2957, 'opp/creation.py': 6225, 'opp/custom_domain.py': 1272,
     'opp/declare.py': 2975, 'opp/densesets.py': 5929, 'opp/detection.py': 18410,
     'opp/emitting.py': 6847, 'opp/fallback.py': 1871, 'opp/fingerprint.py': 4663,
-    'opp/fusion.py': 7289, 'opp/hybrid.py': 16304, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
+    'opp/fusion.py': 7289, 'opp/hybrid.py': 20303, 'opp/image.py': 12041, 'opp/imageops.py': 12699,
     'opp/indexing.py': 13619, 'opp/inputs.py': 1983, 'opp/layouts.py': 3980,
     'opp/linalg.py': 22158, 'opp/lists.py': 18535, 'opp/logical.py': 788, 'opp/lookup.py': 6769,
     'opp/math.py': 8653, 'opp/matrix.py': 14786, 'opp/nn.py': 7248, 'opp/norm.py': 7491,
