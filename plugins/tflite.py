@@ -27,6 +27,11 @@ def tflite_op(ir_type: str, *origin_types: str) -> OpRegistration:
     return register_op(ir_type).framework_type(TFLITE).origin_op_type(*origin_types)
 
 
+def inputs_only(src, op) -> None:
+    """The parse function of a TFLite op whose IR op takes its inputs, in TF's order, and
+    none of its options (it has none, or the IR's defaults are their meaning)."""
+
+
 def tflite_subgraph(*origin_types: str) -> OpRegistration:
     """A one-to-many TFLITE mapping: .parse_op_to_graph_fn(fn) builds its subgraph."""
     return tflite_op("PartitionedCall", *origin_types)

@@ -2,7 +2,7 @@
 families (opp/): do not edit. The plugin manager reads it to import only the built-in
 modules a conversion needs, and ignores it when SOURCES does not match those files."""
 
-FINGERPRINT = '39f268aaa67155f7786d7957d8c31ad27b2aceb9'
+FINGERPRINT = 'bf7e342af6660567605b45b66e2a3db57b3ef9d4'
 
 # the files it is made from → their sizes (what the plugin manager compares)
 SOURCES = {
@@ -21,13 +21,13 @@ SOURCES = {
     'builtin/setops.py': 1303, 'builtin/slicing.py': 579, 'builtin/sparse.py': 1409,
     'builtin/special.py': 616, 'builtin/spectral.py': 1450, 'builtin/strings.py': 1547,
     'builtin/strings_segment.py': 2282, 'builtin/suppression.py': 430,
-    'builtin/tflite_arithmetic.py': 2911, 'builtin/tflite_array.py': 6642,
+    'builtin/tflite_arithmetic.py': 2781, 'builtin/tflite_array.py': 6621,
     'builtin/tflite_control.py': 2480, 'builtin/tflite_conv.py': 5462,
     'builtin/tflite_detection.py': 8711, 'builtin/tflite_hybrid.py': 4379,
-    'builtin/tflite_image.py': 1639, 'builtin/tflite_math.py': 2001, 'builtin/tflite_nn.py': 7983,
+    'builtin/tflite_image.py': 1558, 'builtin/tflite_math.py': 1938, 'builtin/tflite_nn.py': 7940,
     'builtin/tflite_pool.py': 1659, 'builtin/tflite_quantize.py': 2828,
     'builtin/tflite_reduce.py': 1826, 'builtin/tflite_rnn.py': 17591,
-    'builtin/tflite_slicing.py': 3434, 'builtin/tftext_tokenize.py': 7040,
+    'builtin/tflite_slicing.py': 3383, 'builtin/tftext_tokenize.py': 7040,
     'builtin/tftext_wordpiece.py': 5918, 'builtin/unicode.py': 2751, 'opp/__init__.py': 280,
     'opp/angles.py': 1799, 'opp/arithmetic.py': 8320, 'opp/array.py': 16427,
     'opp/bitwise.py': 6005, 'opp/blocks.py': 14529, 'opp/broadcast.py': 4200,

@@ -9,7 +9,7 @@ operators compute in float in the view (QDQ), so the same mappings serve int8 mo
 """
 
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import activation, data, tflite_op, tflite_subgraph
+from tf2ir.plugins.tflite import activation, data, inputs_only, tflite_op, tflite_subgraph
 
 # TFLite op → the IR op (TF's op of the same meaning); the fused ones carry an activation.
 FUSED = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul",
@@ -28,11 +28,6 @@ def fused_binary(ir_type: str):
         graph.set_outputs([activation(graph, z, src.attr("fused_activation_function"), src)])
     build.__name__ = f"tflite_{ir_type.lower()}"
     return build
-
-
-def no_attrs(src, op):
-    """The IR op takes none of the TFLite options (it has no attributes, or their defaults
-    are TFLite's meaning)."""
 
 
 def add_n(src, graph):
@@ -54,7 +49,7 @@ def batch_matmul(src, op):
 
 MAPPINGS = (
     [tflite_subgraph(origin).parse_op_to_graph_fn(fused_binary(ir)) for origin, ir in FUSED.items()]
-    + [tflite_op(ir, origin).parse_params_fn(no_attrs) for origin, ir in PLAIN.items()]
+    + [tflite_op(ir, origin).parse_params_fn(inputs_only) for origin, ir in PLAIN.items()]
     + [tflite_subgraph("ADD_N").parse_op_to_graph_fn(add_n),
        tflite_op("BatchMatMul", "BATCH_MATMUL").parse_params_fn(batch_matmul)]
 )

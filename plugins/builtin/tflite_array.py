@@ -5,7 +5,7 @@ creation.py, broadcast.py, linalg.py, matrix.py), its TF attributes read from TF
 
 Where TFLite keeps in an option what TF passes as an input (CONCATENATION's axis, RESHAPE's
 `new_shape` when the model has no shape tensor), the mapping adds it as a constant input. Every
-mapping has a parse function (`plain` where there is nothing to set), so that TFLite's options
+mapping has a parse function (`inputs_only` where there is nothing to set), so that TFLite's options
 are never appended to the IR op as attributes of their own.
 
 Dimensions may be unknown (a dynamic batch: shape_signature -1): no mapping reads a dim of its
@@ -16,11 +16,7 @@ import numpy as np
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import activation, data, tflite_op, tflite_subgraph
-
-
-def plain(src, op):
-    """No attribute to set: the op's inputs are TF's, in TF's order."""
+from tf2ir.plugins.tflite import activation, data, inputs_only, tflite_op, tflite_subgraph
 
 
 def output_count(src, option: str) -> int:
@@ -127,22 +123,22 @@ def matrix_set_diag(src, op):
 MAPPINGS = [
     tflite_op("Reshape", "RESHAPE").parse_params_fn(reshape),
     tflite_op("Squeeze", "SQUEEZE").parse_params_fn(squeeze),
-    tflite_op("ExpandDims", "EXPAND_DIMS").parse_params_fn(plain),
-    tflite_op("Transpose", "TRANSPOSE").parse_params_fn(plain),
+    tflite_op("ExpandDims", "EXPAND_DIMS").parse_params_fn(inputs_only),
+    tflite_op("Transpose", "TRANSPOSE").parse_params_fn(inputs_only),
     tflite_subgraph("CONCATENATION").parse_op_to_graph_fn(concatenation),
     tflite_op("Pack", "PACK").parse_params_fn(pack),
     tflite_op("Unpack", "UNPACK").parse_params_fn(unpack),
     tflite_op("Split", "SPLIT").parse_params_fn(split),
     tflite_op("SplitV", "SPLIT_V").parse_params_fn(split),
     tflite_op("Pad", "PAD", "PADV2", "MIRROR_PAD").parse_params_fn(pad),
-    tflite_op("Tile", "TILE").parse_params_fn(plain),
-    tflite_op("BroadcastTo", "BROADCAST_TO").parse_params_fn(plain),
-    tflite_op("BroadcastArgs", "BROADCAST_ARGS").parse_params_fn(plain),
+    tflite_op("Tile", "TILE").parse_params_fn(inputs_only),
+    tflite_op("BroadcastTo", "BROADCAST_TO").parse_params_fn(inputs_only),
+    tflite_op("BroadcastArgs", "BROADCAST_ARGS").parse_params_fn(inputs_only),
     tflite_op("Shape", "SHAPE").parse_params_fn(shape),
-    tflite_op("Rank", "RANK").parse_params_fn(plain),
-    tflite_op("Fill", "FILL").parse_params_fn(plain),
-    tflite_op("Range", "RANGE").parse_params_fn(plain),
-    tflite_op("MatrixDiag", "MATRIX_DIAG").parse_params_fn(plain),
+    tflite_op("Rank", "RANK").parse_params_fn(inputs_only),
+    tflite_op("Fill", "FILL").parse_params_fn(inputs_only),
+    tflite_op("Range", "RANGE").parse_params_fn(inputs_only),
+    tflite_op("MatrixDiag", "MATRIX_DIAG").parse_params_fn(inputs_only),
     tflite_op("MatrixSetDiag", "MATRIX_SET_DIAG").parse_params_fn(matrix_set_diag),
 ]
 

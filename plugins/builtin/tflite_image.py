@@ -8,7 +8,7 @@
 
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import tflite_op
+from tf2ir.plugins.tflite import inputs_only, tflite_op
 
 
 def resize(src, op):
@@ -24,17 +24,13 @@ def block_size(src, op):
     op.set_attr("block_size", int(src.attr("block_size", 0)))
 
 
-def no_attrs(src, op):
-    """Inputs only: TFLite's options (none here) are not TF attributes."""
-
-
 MAPPINGS = [
     tflite_op("ResizeBilinear", "RESIZE_BILINEAR").parse_params_fn(resize),
     tflite_op("ResizeNearestNeighbor", "RESIZE_NEAREST_NEIGHBOR").parse_params_fn(resize),
     tflite_op("SpaceToDepth", "SPACE_TO_DEPTH").parse_params_fn(block_size),
     tflite_op("DepthToSpace", "DEPTH_TO_SPACE").parse_params_fn(block_size),
-    tflite_op("SpaceToBatchND", "SPACE_TO_BATCH_ND").parse_params_fn(no_attrs),
-    tflite_op("BatchToSpaceND", "BATCH_TO_SPACE_ND").parse_params_fn(no_attrs),
+    tflite_op("SpaceToBatchND", "SPACE_TO_BATCH_ND").parse_params_fn(inputs_only),
+    tflite_op("BatchToSpaceND", "BATCH_TO_SPACE_ND").parse_params_fn(inputs_only),
 ]
 
 

@@ -5,7 +5,7 @@ SELECT_V2; CAST, ZEROS_LIKE and ONES_LIKE. Each is the IR op TF's op of the same
 to; none takes options but CAST, whose target type is its output tensor's."""
 
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import output_dtype, tflite_op
+from tf2ir.plugins.tflite import inputs_only, output_dtype, tflite_op
 
 # TFLite op → the IR op; one-to-one, no attributes.
 UNARY = {"ABS": "Abs", "NEG": "Neg", "EXP": "Exp", "LOG": "Log", "SQRT": "Sqrt",
@@ -20,10 +20,6 @@ OTHER = {"SELECT": "Select",          # v1: a vector condition picks rows, as TF
          "SELECT_V2": "SelectV2", "ZEROS_LIKE": "ZerosLike", "ONES_LIKE": "OnesLike"}
 
 
-def no_attrs(src, op):
-    """The IR op takes none of the TFLite options."""
-
-
 def cast(src, op):
     """The target type is the output tensor's (CastOptions' in/out_data_type are often left
     out by the converter; where present they agree with the tensors). A quantized output is
@@ -32,7 +28,7 @@ def cast(src, op):
 
 
 MAPPINGS = (
-    [tflite_op(ir, origin).parse_params_fn(no_attrs)
+    [tflite_op(ir, origin).parse_params_fn(inputs_only)
      for table in (UNARY, COMPARE, LOGICAL, OTHER) for origin, ir in table.items()]
     + [tflite_op("Cast", "CAST").parse_params_fn(cast)]
 )

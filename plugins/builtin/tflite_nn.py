@@ -18,8 +18,8 @@ import numpy as np
 from tf2ir.ir.errors import ConversionError
 from tf2ir.plugins import hookimpl
 from tf2ir.plugins.builtin import tflite_hybrid
-from tf2ir.plugins.tflite import (activation, bias_add, data, input_desc, required, tflite_op,
-                                  tflite_subgraph)
+from tf2ir.plugins.tflite import (activation, bias_add, data, input_desc, inputs_only, required,
+                                  tflite_op, tflite_subgraph)
 
 L2_NORM_EPSILON = 1e-6
 
@@ -130,10 +130,6 @@ def l2_normalization(src, graph):
     graph.set_outputs([activation(graph, y, src.attr("fused_activation_function"), src)])
 
 
-def no_attrs(src, op):
-    """Inputs only: the op has no options."""
-
-
 def last_axis(src, op):
     op.set_attr("axis", -1)
 
@@ -156,11 +152,11 @@ MAPPINGS = [
     tflite_subgraph("FULLY_CONNECTED").parse_op_to_graph_fn(fully_connected),
     tflite_subgraph("SOFTMAX").parse_op_to_graph_fn(softmax),
     tflite_op("LogSoftmax", "LOG_SOFTMAX").parse_params_fn(last_axis),
-    tflite_op("Relu", "RELU").parse_params_fn(no_attrs),
-    tflite_op("Relu6", "RELU6").parse_params_fn(no_attrs),
-    tflite_op("Sigmoid", "LOGISTIC").parse_params_fn(no_attrs),
-    tflite_op("Tanh", "TANH").parse_params_fn(no_attrs),
-    tflite_op("Elu", "ELU").parse_params_fn(no_attrs),
+    tflite_op("Relu", "RELU").parse_params_fn(inputs_only),
+    tflite_op("Relu6", "RELU6").parse_params_fn(inputs_only),
+    tflite_op("Sigmoid", "LOGISTIC").parse_params_fn(inputs_only),
+    tflite_op("Tanh", "TANH").parse_params_fn(inputs_only),
+    tflite_op("Elu", "ELU").parse_params_fn(inputs_only),
     tflite_op("LeakyRelu", "LEAKY_RELU").parse_params_fn(leaky_relu),
     tflite_op("Gelu", "GELU").parse_params_fn(gelu),
     tflite_op("LRN", "LOCAL_RESPONSE_NORMALIZATION").parse_params_fn(lrn),

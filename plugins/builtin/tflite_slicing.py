@@ -9,13 +9,9 @@ mapping adds it as a constant input.
 import numpy as np
 
 from tf2ir.plugins import hookimpl
-from tf2ir.plugins.tflite import data, tflite_op, tflite_subgraph
+from tf2ir.plugins.tflite import data, inputs_only, tflite_op, tflite_subgraph
 
 MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
-
-
-def plain(src, op):
-    """No attribute to set: the op's inputs are TF's, in TF's order."""
 
 
 def strided_slice(src, graph):
@@ -65,16 +61,16 @@ def segment(reduction):
 
 
 MAPPINGS = [
-    tflite_op("Slice", "SLICE").parse_params_fn(plain),
+    tflite_op("Slice", "SLICE").parse_params_fn(inputs_only),
     tflite_subgraph("STRIDED_SLICE").parse_op_to_graph_fn(strided_slice),
     tflite_op("GatherV2", "GATHER").parse_params_fn(gather),
     tflite_op("GatherV2", "EMBEDDING_LOOKUP").parse_params_fn(embedding_lookup),
-    tflite_op("GatherNd", "GATHER_ND").parse_params_fn(plain),
-    tflite_op("ScatterNd", "SCATTER_ND").parse_params_fn(plain),
+    tflite_op("GatherNd", "GATHER_ND").parse_params_fn(inputs_only),
+    tflite_op("ScatterNd", "SCATTER_ND").parse_params_fn(inputs_only),
     tflite_op("OneHot", "ONE_HOT").parse_params_fn(one_hot),
-    tflite_op("ReverseV2", "REVERSE_V2").parse_params_fn(plain),
+    tflite_op("ReverseV2", "REVERSE_V2").parse_params_fn(inputs_only),
     tflite_op("ReverseSequence", "REVERSE_SEQUENCE").parse_params_fn(reverse_sequence),
-    tflite_op("Where", "WHERE").parse_params_fn(plain),
+    tflite_op("Where", "WHERE").parse_params_fn(inputs_only),
     tflite_op("Unique", "UNIQUE").parse_params_fn(unique),
     tflite_op("SegmentReduce", "SEGMENT_SUM").parse_params_fn(segment("sum")),
 ] + [tflite_op("UnsortedSegmentReduce", f"UNSORTED_SEGMENT_{name.upper()}")
