@@ -193,9 +193,19 @@ class TfLiteGraph(TfGraph):
             # (TF's converter writes RESHAPE's shape [] for a scalar so)
             if (t.shape is not None and None not in t.shape and t.dtype
                     and (t.is_variable or 0 in t.shape)):
+                import math
+
                 import numpy as np
+                from tf2ir.parser.attrs import max_tensor_bytes, size_text
                 from tf2ir.parser.tflite_model import _NUMPY
-                value = np.zeros(t.shape, _NUMPY.get(t.dtype, np.float32))
+                dtype = np.dtype(_NUMPY.get(t.dtype, np.float32))
+                nbytes = math.prod(t.shape) * dtype.itemsize
+                if nbytes > max_tensor_bytes():   # a crafted variable's shape
+                    raise ConversionError(f"variable '{t.name}' of shape {list(t.shape)} would "
+                                          f"take {size_text(nbytes)}, more than the limit on "
+                                          f"materialised tensors ({size_text(max_tensor_bytes())})",
+                                          model=self.model, node=t.name)
+                value = np.zeros(t.shape, dtype)
                 if t.is_variable and t.dtype == "int8" and t.quantization is not None:
                     # TFLite resets an int8 variable to its zero point (real 0.0)
                     value[...] = t.quantization.zero_point.reshape(-1)[0]

@@ -213,6 +213,15 @@ def test_operators_out_of_order(models):
     refused(pack(model), "before any operator computes it", "MEAN")
 
 
+def test_a_huge_variable_is_refused_before_it_is_allocated(models):
+    """A variable tensor (no buffer: it starts at zeros) of a crafted shape read by an
+    operator: refused under the limit on materialised tensors, not allocated."""
+    model = unpack(models["float"])
+    w = _weights(model)
+    w.buffer, w.isVariable, w.shape = 0, True, [1 << 20, 1 << 20, 3, 3]
+    refused(pack(model), "variable", "more than the limit")
+
+
 def test_operator_reading_its_own_output(models):
     model = unpack(models["float"])
     op = model.subgraphs[0].operators[0]
