@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tf2ir.ir.errors import ConversionError, ExitStatus
-from tf2ir.parser.graph_view import TfGraph, TfNode
+from tf2ir.parser.graph_view import TfGraph
 from tf2ir.parser.tflite_model import OperatorInfo, SubgraphInfo, TensorInfo, TfLiteModel
+from tf2ir.plugins.registry import TFLITE
 
-TFLITE = "TFLITE"
 QUANTIZE, DEQUANTIZE = "TFLiteQuantize", "TFLiteDequantize"
 Key = Tuple[str, int]
 MAX_NESTING = 64   # WHILE/IF subgraphs within each other
@@ -95,6 +95,30 @@ def is_quantized(tensor: TensorInfo) -> bool:
     """Whether the view puts Quantize/Dequantize nodes at `tensor`: integer data with scales."""
     return (tensor.quantization is not None
             and tensor.dtype in ("int8", "uint8", "int16", "int32", "int64"))
+
+
+def step_sizes(sg: SubgraphInfo) -> Dict[str, float]:
+    """Tensor name → the real size of one quantization step: a per-tensor quantized
+    tensor's scale, and for a DEQUANTIZE's float output the scale of the tensor it
+    dequantized (what verify, the zoo and the conformance suite count steps in)."""
+    sizes: Dict[str, float] = {}
+    for t in sg.tensors:
+        if is_quantized(t) and t.quantization.scale.size == 1:
+            sizes[t.name] = float(t.quantization.scale[0])
+    for op in sg.operators:
+        if op.op_type == "DEQUANTIZE" and op.inputs and op.outputs and op.inputs[0] >= 0 \
+                and op.outputs[0] >= 0 and sg.tensors[op.inputs[0]].name in sizes:
+            sizes[sg.tensors[op.outputs[0]].name] = sizes[sg.tensors[op.inputs[0]].name]
+    return sizes
+
+
+def output_step_sizes(path: str) -> Dict[str, float]:
+    """step_sizes of the outputs of the first subgraph of the .tflite at `path`."""
+    from tf2ir.parser.tflite_model import read_tflite
+    sg = read_tflite(path).subgraphs[0]
+    sizes = step_sizes(sg)
+    names = [sg.tensors[i].name for i in sg.outputs]
+    return {name: sizes[name] for name in names if name in sizes}
 
 
 class TfLiteGraph(TfGraph):

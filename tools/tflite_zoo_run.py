@@ -99,20 +99,9 @@ def missing_ops(types: Sequence[str], manager) -> List[str]:
 
 
 def output_scales(path: str) -> Dict[str, float]:
-    """Output tensor name → its quantization step: its own scale, or for a float output
-    that a DEQUANTIZE made, the scale of the tensor it dequantized (per-tensor only)."""
-    from tf2ir.parser.tflite_model import read_tflite
-    sg = read_tflite(path).subgraphs[0]
-    producer = {o: op for op in sg.operators for o in op.outputs}
-    scales = {}
-    for index in sg.outputs:
-        tensor, op = sg.tensors[index], producer.get(index)
-        q = tensor.quantization
-        if q is None and op is not None and op.op_type == "DEQUANTIZE":
-            q = sg.tensors[op.inputs[0]].quantization
-        if q is not None and q.scale.size == 1:
-            scales[tensor.name] = float(q.scale[0])
-    return scales
+    """Output tensor name → its quantization step (parser/tflite_view.py step_sizes)."""
+    from tf2ir.parser.tflite_view import output_step_sizes
+    return output_step_sizes(path)
 
 
 # -- running -------------------------------------------------------------------------------

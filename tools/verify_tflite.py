@@ -104,16 +104,10 @@ def tflite_inputs(model, options, sg) -> Dict[str, np.ndarray]:
 def quantization_steps(sg) -> Dict[str, float]:
     """Tensor name → the tolerance of one quantization step in its own units: 1 for a
     quantized integer tensor, the input's scale for a DEQUANTIZE's float output."""
-    from tf2ir.parser.tflite_view import is_quantized
-    steps: Dict[str, float] = {}
-    for t in sg.tensors:
-        if is_quantized(t):
-            steps[t.name] = 1.0
-    for op in sg.operators:
-        if op.op_type == "DEQUANTIZE" and op.inputs and op.outputs and op.inputs[0] >= 0:
-            source = sg.tensors[op.inputs[0]]
-            if is_quantized(source) and source.quantization.scale.size == 1:
-                steps[sg.tensors[op.outputs[0]].name] = float(source.quantization.scale[0])
+    from tf2ir.parser.tflite_view import is_quantized, step_sizes
+    quantized = {t.name for t in sg.tensors if is_quantized(t)}
+    steps = {name: size for name, size in step_sizes(sg).items() if name not in quantized}
+    steps.update((name, 1.0) for name in quantized)
     return steps
 
 

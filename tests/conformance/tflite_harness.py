@@ -117,20 +117,10 @@ def convert_tflite(path: str, onnx_path: str, opset: Optional[int] = None):
 
 def output_scales(path: str) -> Dict[str, float]:
     """Output tensor name → the size of its quantization step: its own scale (a quantized
-    output) or, for a float output TFLite dequantized, the scale of the tensor it dequantized.
-    Float outputs of float ops have none."""
-    from tf2ir.parser.tflite_model import read_tflite
-    sg = read_tflite(path).subgraphs[0]
-    producer = {o: op for op in sg.operators for o in op.outputs}
-    scales = {}
-    for index in sg.outputs:
-        t = sg.tensors[index]
-        q, op = t.quantization, producer.get(index)
-        if q is None and op is not None and op.op_type == "DEQUANTIZE":
-            q = sg.tensors[op.inputs[0]].quantization
-        if q is not None and q.scale.size == 1:
-            scales[t.name] = float(q.scale[0])
-    return scales
+    output) or, for a float output TFLite dequantized, the scale of the tensor it dequantized
+    (parser/tflite_view.py step_sizes). Float outputs of float ops have none."""
+    from tf2ir.parser.tflite_view import output_step_sizes
+    return output_step_sizes(path)
 
 
 def check_tflite(tmp_path, fn: Callable, specs: Sequence, *, mode: str = "float",
