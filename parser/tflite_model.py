@@ -11,6 +11,7 @@ ConversionError naming the model.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -327,7 +328,8 @@ def _enum_name(enum_class, value: int) -> Optional[str]:
     return names.get(value)
 
 
-# Option fields whose value is an enum: the field → the schema's enum, or "dtype" (TensorType)
+# Option fields whose value is an enum: the field → the schema's enum
+@functools.lru_cache(maxsize=None)
 def _field_enums():
     import tflite
     return {
